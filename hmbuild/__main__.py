@@ -1,0 +1,3 @@
+from hmbuild.cli import main
+
+main()

@@ -1,0 +1,168 @@
+"""Build driver: Target + Project -> Conan profile -> conan install -> CMake/Ninja build.
+
+Each target and build type has its own folder, build/<target>-<type>/ (CMake binary dir) with
+conan/ inside it (Conan's generated toolchain). Conan and CMake configure only run again when
+their inputs changed; after that Ninja decides, so a second build with no change does no work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from hmbuild import __version__
+from hmbuild.errors import HmbuildError
+from hmbuild.node_tools import napi_headers_dir
+from hmbuild.project import Project
+from hmbuild.resources import cache_dir, toolchains_dir
+from hmbuild.targets import Target
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    target: str
+    triple: str
+    build_type: str
+    library: Path
+    build_dir: Path
+    up_to_date: bool  # nothing was rebuilt
+
+    def to_json(self) -> dict:
+        return {
+            "target": self.target,
+            "triple": self.triple,
+            "build_type": self.build_type,
+            "library": str(self.library),
+            "build_dir": str(self.build_dir),
+            "up_to_date": self.up_to_date,
+        }
+
+
+def tool_env() -> dict[str, str]:
+    """Environment for Conan/CMake/Ninja: the Python environment's bin first (the pinned cmake
+    and ninja wheels live there even when the venv is not activated) and hmbuild's Conan home."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["CONAN_HOME"] = str(conan_home())
+    return env
+
+
+def conan_home() -> Path:
+    # hmbuild's own Conan home, so the user's ~/.conan2 settings and profiles are left alone.
+    return Path(os.environ.get("HMBUILD_CONAN_HOME") or cache_dir() / "conan")
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=tool_env()["PATH"])
+    if path is None:
+        raise HmbuildError(f"{name} was not found; reinstall hmbuild (`pip install hmbuild`) to get the pinned {name}.")
+    return path
+
+
+def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None, env: dict | None = None,
+         verbose: bool = False) -> str:
+    """Run one build step, its output kept in `log`; a failure shows the tail and says where the rest is."""
+    env = env or tool_env()
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace")
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(proc.stdout)
+    if verbose:
+        sys.stderr.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.rstrip().splitlines()[-25:])
+        sys.stderr.write(tail + "\n")
+        raise HmbuildError(f"{what} failed (exit {proc.returncode}); the full log is {log}.")
+    return proc.stdout
+
+
+def ensure_conan_home() -> Path:
+    home = conan_home()
+    home.mkdir(parents=True, exist_ok=True)
+    src = toolchains_dir() / "settings_user.yml"
+    dst = home / "settings_user.yml"
+    if not dst.exists() or dst.read_bytes() != src.read_bytes():
+        shutil.copyfile(src, dst)
+    if not (home / "profiles" / "default").exists():
+        log = home / "hmbuild-detect.log"
+        _run([_tool("conan"), "profile", "detect", "--exist-ok"], log, "Detecting the build machine's Conan profile")
+    return home
+
+
+def render_host_profile(target: Target, build_type: str) -> str:
+    name = {"host": "host", "linux-arm64": "linux-arm64"}.get(target.name, "ohos")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(toolchains_dir() / "profiles")),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    return env.get_template(f"{name}.profile.j2").render(target=target, build_type=build_type)
+
+
+def _write_if_changed(path: Path, text: str) -> bool:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def build(project: Project, target: Target, build_type: str, verbose: bool = False) -> BuildResult:
+    target.require_buildable()
+    build_dir = project.build_dir(target.name, build_type)
+    conan_dir = build_dir / "conan"
+    conan_dir.mkdir(parents=True, exist_ok=True)
+    log = build_dir / "hmbuild-build.log"
+    log.write_text("", encoding="utf-8")
+
+    profile_text = render_host_profile(target, build_type)
+    profile = conan_dir / "host.profile"
+    _write_if_changed(profile, profile_text)
+
+    headers = None
+    if target.conan_os != "OHOS":
+        headers = napi_headers_dir(install=True)
+    cmake_args = [
+        f"-DCMAKE_TOOLCHAIN_FILE={conan_dir / 'conan_toolchain.cmake'}",
+        f"-DCMAKE_BUILD_TYPE={build_type}",
+        f"-D{project.name.upper()}_BUILD_TESTS=ON",
+        *(f"-D{k}={v}" for k, v in sorted(target.cmake_cache.items())),
+    ]
+    if headers:
+        cmake_args.append(f"-DNODE_API_HEADERS_DIR={headers}")
+    conanfile = project.root / "conanfile.py"
+    stamp_text = "\n".join([__version__, profile_text, conanfile.read_text(encoding="utf-8"), *cmake_args])
+    stamp_hash = hashlib.sha256(stamp_text.encode()).hexdigest()
+    stamp = build_dir / "hmbuild-configure.stamp"
+    configured = (stamp.exists() and stamp.read_text().strip() == stamp_hash
+                  and (conan_dir / "conan_toolchain.cmake").exists() and (build_dir / "build.ninja").exists())
+
+    if not configured:
+        ensure_conan_home()
+        print(f"hmbuild: conan install for {target.name} ({target.triple}, {build_type})", file=sys.stderr)
+        _run([_tool("conan"), "install", str(project.root), "-pr:h", str(profile), "-pr:b", "default",
+              "--output-folder", str(conan_dir), "-nr"], log, f"conan install for {target.name}", verbose=verbose)
+        print(f"hmbuild: configuring {build_dir}", file=sys.stderr)
+        _run([_tool("cmake"), "-S", str(project.cpp_dir), "-B", str(build_dir), "-G", "Ninja",
+              f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}", *cmake_args], log, f"CMake configure for {target.name}",
+             verbose=verbose)
+        stamp.write_text(stamp_hash + "\n")
+
+    print(f"hmbuild: building lib{project.name}.so for {target.name}", file=sys.stderr)
+    out = _run([_tool("cmake"), "--build", str(build_dir)], log, f"The {target.name} build", verbose=verbose)
+    library = build_dir / project.library_name
+    if not library.is_file():
+        raise HmbuildError(f"The build finished but {library} is missing; see {log}.")
+    return BuildResult(
+        target=target.name,
+        triple=target.triple,
+        build_type=build_type,
+        library=library,
+        build_dir=build_dir,
+        up_to_date=configured and "no work to do" in out,
+    )

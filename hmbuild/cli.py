@@ -1,0 +1,190 @@
+"""The hmbuild command line. Commands only parse arguments and call library functions that return
+values; errors become one sentence on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from hmbuild import __version__
+from hmbuild.errors import HmbuildError
+
+
+class _Group(click.Group):
+    """Turns HmbuildError (and anything unexpected) into one sentence instead of a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except HmbuildError as exc:
+            _fail(ctx, str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail(ctx, "Interrupted.", 130)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user gets a sentence, the bug report gets the trace
+            if os.environ.get("HMBUILD_DEBUG"):
+                raise
+            _fail(ctx, f"Internal error: {type(exc).__name__}: {exc} (rerun with HMBUILD_DEBUG=1 for the traceback "
+                       "and report it).", 70)
+
+
+def _fail(ctx: click.Context, message: str, code: int):
+    if _json_requested(ctx):
+        click.echo(json.dumps({"ok": False, "error": message}))
+    click.echo(f"hmbuild: error: {message}", err=True)
+    ctx.exit(code)
+
+
+def _json_requested(ctx: click.Context) -> bool:
+    sub = ctx.invoked_subcommand
+    return bool(sub) and "--json" in sys.argv[1:]
+
+
+def _emit_json(obj: dict) -> None:
+    click.echo(json.dumps(obj, indent=2, sort_keys=False))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="hmbuild")
+@click.option("-C", "directory", type=click.Path(file_okay=False, path_type=Path), default=".",
+              help="Run as if started in this project folder.")
+@click.pass_context
+def cli(ctx: click.Context, directory: Path):
+    """Generate, cross-build, test and package an on-device LLM library for HarmonyOS NEXT."""
+    ctx.obj = {"dir": directory}
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--name", help="Module name (lowercase letters, digits, _); default: the folder's name.")
+def new(directory: Path, name: str | None):
+    """Create a project in DIRECTORY from hmbuild's templates."""
+    from hmbuild.generator import new_project
+
+    result = new_project(directory, name)
+    click.echo(f"Created {result.name} in {result.root} ({len(result.files)} files).")
+    click.echo(f"Next: hmbuild -C {directory} build --target linux-arm64 && hmbuild -C {directory} test --target linux-arm64")
+
+
+def _build(ctx, target_flag, build_type_flag, verbose):
+    from hmbuild.builder import build
+    from hmbuild.project import load_project, resolve_build_type, resolve_target_name
+    from hmbuild.targets import resolve_target
+
+    project = load_project(ctx.obj["dir"])
+    target = resolve_target(resolve_target_name(project, target_flag))
+    build_type = resolve_build_type(project, build_type_flag)
+    return project, target, build(project, target, build_type, verbose=verbose)
+
+
+@cli.command("build")
+@click.option("--target", "target_flag", help="host | linux-arm64 | ohos-arm64 | ohos-x86_64 (default: hmbuild.toml).")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
+@click.pass_context
+def build_cmd(ctx, target_flag, build_type_flag, as_json, verbose):
+    """Build the project's native library for a target."""
+    _, _, result = _build(ctx, target_flag, build_type_flag, verbose)
+    if as_json:
+        _emit_json({"ok": True, **result.to_json()})
+    else:
+        state = "up to date" if result.up_to_date else "built"
+        click.echo(f"{result.library} ({result.target}, {result.build_type}, {state})")
+
+
+@cli.command("test")
+@click.option("--target", "target_flag", help="host | linux-arm64 (ohos targets run on a device).")
+@click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates: cortex-a53 (no dotprod), cortex-a76, neoverse-n1, max (i8mm).")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
+@click.pass_context
+def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, as_json, verbose):
+    """Build, then run the native (ctest) and NAPI (node:test) tests for a target."""
+    from hmbuild.runners import run_tests
+
+    project, target, result = _build(ctx, target_flag, build_type_flag, verbose)
+    cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
+    report = run_tests(project, target, result, cpu)
+    for suite in report.suites:
+        for failure in suite.failures:
+            click.echo(f"FAILED {suite.name}: {failure}", err=True)
+    if as_json:
+        _emit_json({"ok": report.failed == 0, **report.to_json()})
+    else:
+        where = f" under qemu -cpu {report.cpu}" if report.cpu else ""
+        for suite in report.suites:
+            click.echo(f"{suite.name}: {suite.passed} passed, {suite.failed} failed")
+        click.echo(f"{target.name}{where}:")
+        click.echo(f"{report.passed} passed, {report.failed} failed")
+    if report.failed:
+        ctx.exit(1)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def targets(as_json):
+    """List the targets, their triples and whether this machine can build and test them."""
+    from hmbuild.doctor import target_report
+    from hmbuild.targets import TARGET_NAMES, resolve_target
+
+    reports = [target_report(resolve_target(n)) for n in TARGET_NAMES]
+    if as_json:
+        _emit_json({"targets": reports})
+        return
+    for r in reports:
+        state = "ready" if r["ready"] else "missing: " + "; ".join(m["what"] for m in r["missing"])
+        tests = "tests: " + (r["runner"] if r["can_run_tests"] else "on a device only")
+        click.echo(f"{r['name']:<12} {r['triple']:<20} {state}")
+        click.echo(f"{'':<12} {r['description']}; {tests}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def doctor(as_json):
+    """Check this machine for every target and print the command that installs what is missing."""
+    from hmbuild.doctor import doctor as run_doctor
+
+    report = run_doctor()
+    if as_json:
+        _emit_json(report)
+        return
+    for t in report["targets"]:
+        click.echo(f"{t['name']} ({t['triple']}): {'ready' if t['ready'] else 'NOT READY'}")
+        for key, value in t["found"].items():
+            click.echo(f"    found {key}: {value}")
+        for m in t["missing"]:
+            click.echo(f"    missing {m['what']}\n      fix: {m['fix']}")
+    click.echo("tools:")
+    for tool in report["tools"]:
+        click.echo(f"    {tool['name']}: {tool['found'] or 'missing — fix: ' + tool['fix']}")
+
+
+@cli.command()
+def setup():
+    """Install hmbuild's cached tools: Node-API headers, the aarch64 Node.js, the Conan home."""
+    from hmbuild.builder import ensure_conan_home
+    from hmbuild.doctor import doctor as run_doctor
+    from hmbuild.node_tools import arm64_node, napi_headers_dir
+
+    ensure_conan_home()
+    click.echo(f"Node-API headers: {napi_headers_dir(install=True)}")
+    click.echo(f"aarch64 Node.js: {arm64_node(install=True)}")
+    report = run_doctor()
+    for t in report["targets"]:
+        for m in t["missing"]:
+            click.echo(f"{t['name']} still needs {m['what']}: {m['fix']}", err=True)
+
+
+def main():
+    cli(prog_name="hmbuild")
+
+
+if __name__ == "__main__":
+    main()

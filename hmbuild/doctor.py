@@ -1,0 +1,50 @@
+"""`hmbuild doctor` / `hmbuild targets`: what each target needs, what this machine has, and the
+exact command that installs what is missing."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+from hmbuild.builder import tool_env
+from hmbuild.node_tools import arm64_node, napi_headers_dir
+from hmbuild.targets import TARGET_NAMES, Target, resolve_target
+
+
+@dataclass(frozen=True)
+class ToolCheck:
+    name: str
+    found: str | None
+    fix: str
+
+
+def target_report(target: Target) -> dict:
+    return {
+        "name": target.name,
+        "triple": target.triple,
+        "description": target.description,
+        "ready": not target.missing,
+        "can_run_tests": target.can_run_tests,
+        "runner": " ".join(target.runner) if target.runner else ("native" if target.runner == () else None),
+        "cpus": list(target.cpus),
+        "found": dict(target.found),
+        "missing": [{"what": m.what, "fix": m.fix} for m in target.missing],
+    }
+
+
+def tool_checks() -> list[ToolCheck]:
+    path = tool_env()["PATH"]
+    checks = [ToolCheck(t, shutil.which(t, path=path), "pip install hmbuild") for t in ("conan", "cmake", "ninja")]
+    checks.append(ToolCheck("npm", shutil.which("npm"), "apt-get install -y nodejs npm"))
+    headers = napi_headers_dir(install=False)
+    checks.append(ToolCheck("node-api-headers", str(headers) if headers else None, "hmbuild setup"))
+    node = arm64_node(install=False)
+    checks.append(ToolCheck("aarch64 Node.js", str(node) if node else None, "hmbuild setup"))
+    return checks
+
+
+def doctor() -> dict:
+    targets = [target_report(resolve_target(name)) for name in TARGET_NAMES]
+    tools = [{"name": c.name, "found": c.found, "fix": None if c.found else c.fix} for c in tool_checks()]
+    return {"targets": targets, "tools": tools,
+            "ready": all(t["ready"] for t in targets if not t["name"].startswith("ohos")) and all(t["found"] for t in tools)}

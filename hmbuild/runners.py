@@ -1,0 +1,175 @@
+"""Running a built project's tests: native tests through ctest (aarch64 ones under qemu via
+CMAKE_CROSSCOMPILING_EMULATOR) and NAPI tests (node:test) in a Node.js of the target's
+architecture (aarch64 Node under qemu-aarch64 for linux-arm64).
+
+Results are read from structured output only — ctest's JUnit file and node:test's TAP on
+stdout — so whatever qemu prints on stderr cannot confuse the counts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hmbuild.builder import BuildResult, _tool, tool_env
+from hmbuild.errors import HmbuildError
+from hmbuild.node_tools import node_for
+from hmbuild.project import Project
+from hmbuild.targets import Target
+
+
+@dataclass
+class SuiteResult:
+    name: str
+    passed: int
+    failed: int
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestReport:
+    target: str
+    cpu: str | None
+    suites: list[SuiteResult]
+
+    @property
+    def passed(self) -> int:
+        return sum(s.passed for s in self.suites)
+
+    @property
+    def failed(self) -> int:
+        return sum(s.failed for s in self.suites)
+
+    def to_json(self) -> dict:
+        return {
+            "target": self.target,
+            "cpu": self.cpu,
+            "passed": self.passed,
+            "failed": self.failed,
+            "suites": [{"name": s.name, "passed": s.passed, "failed": s.failed, "failures": s.failures}
+                       for s in self.suites],
+        }
+
+
+def qemu_cpus(target: Target) -> list[str]:
+    """The CPU models this machine's qemu-aarch64 knows (`-cpu help`)."""
+    try:
+        out = subprocess.run([target.runner[0], "-cpu", "help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
+
+
+def check_cpu(target: Target, cpu: str | None) -> str | None:
+    if cpu is None:
+        return None
+    if not target.emulated:
+        raise HmbuildError(f"--cpu only applies to emulated targets (linux-arm64); {target.name} runs natively.")
+    known = qemu_cpus(target)
+    if known and cpu not in known:
+        raise HmbuildError(f"qemu-aarch64 has no CPU '{cpu}'; try one of: {', '.join(target.cpus)}.")
+    return cpu
+
+
+def _test_env(target: Target, library: Path, cpu: str | None) -> dict[str, str]:
+    env = tool_env()
+    env["HMBUILD_LIBRARY"] = str(library)
+    env["HMBUILD_TARGET"] = target.name
+    if target.emulated:
+        # qemu-user reads its CPU and library prefix from the environment, which also reaches
+        # qemu processes that ctest starts.
+        env.pop("QEMU_CPU", None)
+        if cpu:
+            env["QEMU_CPU"] = cpu
+        if target.sysroot:
+            env["QEMU_LD_PREFIX"] = str(target.sysroot)
+    return env
+
+
+def parse_junit(path: Path) -> SuiteResult:
+    root = ET.parse(path).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    passed = failed = 0
+    failures = []
+    for case in suite.iter("testcase"):
+        status = case.get("status", "")
+        if case.find("failure") is not None or case.find("error") is not None or status == "fail":
+            failed += 1
+            failures.append(case.get("name", "?"))
+        elif case.find("skipped") is not None or status in ("notrun", "disabled"):
+            continue
+        else:
+            passed += 1
+    return SuiteResult("native (ctest)", passed, failed, failures)
+
+
+_TAP_RESULT = re.compile(r"^(\s*)(not ok|ok) \d+ - (.*?)(\s+#\s*(SKIP|TODO).*)?$")
+
+
+def parse_tap(name: str, stdout: str, returncode: int) -> SuiteResult:
+    """Counts top-level test results of a node:test TAP stream."""
+    passed = failed = 0
+    failures = []
+    for line in stdout.splitlines():
+        m = _TAP_RESULT.match(line)
+        if not m or m.group(1):  # indented lines are subtests, counted by their parent
+            continue
+        if m.group(5):
+            continue
+        if m.group(2) == "ok":
+            passed += 1
+        else:
+            failed += 1
+            failures.append(m.group(3))
+    if returncode != 0 and failed == 0:
+        # The process died (crash, signal, load failure) before reporting a failure itself.
+        failed = 1
+        failures.append(f"{name} exited with status {returncode} before finishing")
+    return SuiteResult(name, passed, failed, failures)
+
+
+def run_ctest(build: BuildResult, env: dict[str, str]) -> SuiteResult:
+    junit = build.build_dir / "hmbuild-ctest.xml"
+    junit.unlink(missing_ok=True)
+    proc = subprocess.run([_tool("ctest"), "--test-dir", str(build.build_dir), "--output-junit", str(junit),
+                           "--output-on-failure", "--timeout", "1800"],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    sys.stderr.write(proc.stdout)
+    if not junit.exists():
+        return SuiteResult("native (ctest)", 0, 1, [f"ctest did not run (exit {proc.returncode})"])
+    return parse_junit(junit)
+
+
+def run_node_tests(project: Project, target: Target, env: dict[str, str]) -> list[SuiteResult]:
+    node = node_for(target)
+    results = []
+    for test_file in sorted((project.root / "tests" / "napi").glob("*.test.mjs")):
+        # Each file runs in one process (no node:test child processes: qemu-user could not follow
+        # an exec of another aarch64 binary without binfmt_misc).
+        cmd = [*target.runner, str(node), "--test-reporter=tap", str(test_file)]
+        print(f"hmbuild: node {test_file.relative_to(project.root)}", file=sys.stderr)
+        proc = subprocess.run(cmd, env=env, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, errors="replace", timeout=3600)
+        sys.stderr.write(proc.stdout)
+        if proc.stderr.strip():
+            sys.stderr.write(proc.stderr)
+        results.append(parse_tap(f"napi {test_file.name}", proc.stdout, proc.returncode))
+    return results
+
+
+def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None) -> TestReport:
+    if not target.can_run_tests:
+        raise HmbuildError(
+            f"{target.name} binaries cannot run on this machine (they need a HarmonyOS device or the DevEco "
+            f"emulator); build it with `hmbuild build --target {target.name}` and test linux-arm64 here instead."
+        )
+    cpu = check_cpu(target, cpu)
+    env = _test_env(target, build.library, cpu)
+    suites = [run_ctest(build, env)]
+    suites += run_node_tests(project, target, env)
+    return TestReport(target=target.name, cpu=cpu, suites=suites)

@@ -1,0 +1,17 @@
+// The runtime's NAPI functions. A generated project's napi_init.cpp registers them under its
+// module name; this header is the whole contract between the two.
+#pragma once
+
+#if defined(__OHOS__)
+#include <napi/native_api.h>  // OpenHarmony's ArkTS runtime (includes node_api.h)
+#else
+#include <node_api.h>  // Node.js, used to test the same code here
+#endif
+
+namespace hmllm_napi {
+
+napi_value Init(napi_env env, napi_callback_info info);        // init(modelPath, options?) -> id
+napi_value InferAsync(napi_env env, napi_callback_info info);  // inferAsync(id, ArrayBuffer) -> Promise<ArrayBuffer>
+napi_value Release(napi_env env, napi_callback_info info);     // release(id)
+
+}  // namespace hmllm_napi
