@@ -71,15 +71,13 @@ def new(directory: Path, name: str | None):
     click.echo(f"Next: hmbuild -C {directory} build --target linux-arm64 && hmbuild -C {directory} test --target linux-arm64")
 
 
-def _build(ctx, target_flag, build_type_flag, verbose):
-    from hmbuild.builder import build
+def _resolve(ctx, target_flag, build_type_flag):
     from hmbuild.project import load_project, resolve_build_type, resolve_target_name
     from hmbuild.targets import resolve_target
 
     project = load_project(ctx.obj["dir"])
     target = resolve_target(resolve_target_name(project, target_flag))
-    build_type = resolve_build_type(project, build_type_flag)
-    return project, target, build(project, target, build_type, verbose=verbose)
+    return project, target, resolve_build_type(project, build_type_flag)
 
 
 @cli.command("build")
@@ -90,7 +88,10 @@ def _build(ctx, target_flag, build_type_flag, verbose):
 @click.pass_context
 def build_cmd(ctx, target_flag, build_type_flag, as_json, verbose):
     """Build the project's native library for a target."""
-    _, _, result = _build(ctx, target_flag, build_type_flag, verbose)
+    from hmbuild.builder import build
+
+    project, target, build_type = _resolve(ctx, target_flag, build_type_flag)
+    result = build(project, target, build_type, verbose=verbose)
     if as_json:
         _emit_json({"ok": True, **result.to_json()})
     else:
@@ -107,10 +108,14 @@ def build_cmd(ctx, target_flag, build_type_flag, as_json, verbose):
 @click.pass_context
 def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, as_json, verbose):
     """Build, then run the native (ctest) and NAPI (node:test) tests for a target."""
-    from hmbuild.runners import run_tests
+    from hmbuild.builder import build
+    from hmbuild.runners import check_cpu, ensure_runnable, run_tests
 
-    project, target, result = _build(ctx, target_flag, build_type_flag, verbose)
+    project, target, build_type = _resolve(ctx, target_flag, build_type_flag)
+    ensure_runnable(target)
     cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
+    cpu = check_cpu(target, cpu)
+    result = build(project, target, build_type, verbose=verbose)
     report = run_tests(project, target, result, cpu)
     for suite in report.suites:
         for failure in suite.failures:

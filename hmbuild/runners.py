@@ -162,12 +162,16 @@ def run_node_tests(project: Project, target: Target, env: dict[str, str]) -> lis
     return results
 
 
-def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None) -> TestReport:
+def ensure_runnable(target: Target) -> None:
     if not target.can_run_tests:
         raise HmbuildError(
             f"{target.name} binaries cannot run on this machine (they need a HarmonyOS device or the DevEco "
             f"emulator); build it with `hmbuild build --target {target.name}` and test linux-arm64 here instead."
         )
+
+
+def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None) -> TestReport:
+    ensure_runnable(target)
     cpu = check_cpu(target, cpu)
     env = _test_env(target, build.library, cpu)
     suites = [run_ctest(build, env)]

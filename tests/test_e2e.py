@@ -1,0 +1,112 @@
+"""Generate a project, build it for host and linux-arm64, run its tests (aarch64 under qemu)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import elf_machine, have_arm64_tools, run_hmbuild
+
+pytestmark = pytest.mark.e2e
+arm64 = pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user (see README)")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e") / "demo"
+    run_hmbuild("new", str(root), "--name", "demo", check=True)
+    return root
+
+
+def build_json(project, *args):
+    proc = run_hmbuild("-C", str(project), "build", "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # stdout is exactly one JSON object
+
+
+def summary(proc):
+    m = re.search(r"^(\d+) passed, (\d+) failed$", proc.stdout, re.M)
+    assert m, f"no summary line in:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.stdout.rstrip().splitlines()[-1] == m.group(0), "the summary must be the last line"
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_host_build_names_an_x86_64_library_and_rebuilds_nothing_the_second_time(project):
+    first = build_json(project, "--target", "host")
+    assert first["target"] == "host"
+    lib = first["library"]
+    assert os.path.isabs(lib) and lib.endswith("/libdemo.so")
+    assert first["build_dir"] == str(project / "build" / "host-release")
+    assert elf_machine(lib) == 62
+    mtime = os.stat(lib).st_mtime_ns
+    second = build_json(project, "--target", "host")
+    assert second["up_to_date"] is True
+    assert os.stat(lib).st_mtime_ns == mtime
+
+
+def test_host_tests_pass(project):
+    proc = run_hmbuild("-C", str(project), "test", "--target", "host")
+    passed, failed = summary(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert failed == 0 and passed >= 10
+
+
+@arm64
+def test_linux_arm64_build_is_aarch64(project):
+    data = build_json(project, "--target", "linux-arm64")
+    assert data["triple"] == "aarch64-linux-gnu"
+    assert elf_machine(data["library"]) == 183
+    assert data["build_dir"].endswith("build/linux-arm64-release")
+
+
+@arm64
+@pytest.mark.parametrize("cpu", ["cortex-a53", "max"])
+def test_linux_arm64_tests_pass_under_qemu(project, cpu):
+    proc = run_hmbuild("-C", str(project), "test", "--target", "linux-arm64", "--cpu", cpu, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["cpu"] == cpu and report["failed"] == 0
+    names = [s["name"] for s in report["suites"]]
+    assert "native (ctest)" in names and any(n.startswith("napi") for n in names)
+    assert all(s["passed"] > 0 for s in report["suites"])
+
+
+@arm64
+def test_an_unknown_qemu_cpu_is_refused(project):
+    proc = run_hmbuild("-C", str(project), "test", "--target", "linux-arm64", "--cpu", "pentium4")
+    assert proc.returncode != 0 and "pentium4" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_failing_napi_test_fails_the_run_despite_stderr_noise(tmp_path):
+    root = tmp_path / "failing"
+    run_hmbuild("new", str(root), check=True)
+    (root / "tests/napi/broken.test.mjs").write_text(
+        "import { test } from 'node:test';\n"
+        "import assert from 'node:assert/strict';\n"
+        "process.stderr.write('qemu: uncaught target signal 6 (Aborted) - core dumped\\nok 99 - fake\\n');\n"
+        "test('this one passes', () => {});\n"
+        "test('this one fails', () => { assert.equal(1, 2); });\n")
+    proc = run_hmbuild("-C", str(root), "test", "--target", "host")
+    assert proc.returncode == 1
+    passed, failed = summary(proc)
+    assert failed == 1
+    assert "this one fails" in proc.stderr
+
+
+def test_plain_cmake_builds_and_tests_the_project_without_hmbuild(project, tmp_path):
+    """A DevEco or CI user with only CMake: the generated presets work on their own."""
+    cpp = project / "src/main/cpp"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HMBUILD")}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env["PATH"]])
+    from hmbuild.node_tools import napi_headers_dir
+    headers = napi_headers_dir()
+    run = lambda *cmd: subprocess.run(cmd, cwd=cpp, env=env, capture_output=True, text=True)
+    conf = run("cmake", "--preset", "host-release", f"-DNODE_API_HEADERS_DIR={headers}")
+    assert conf.returncode == 0, conf.stdout + conf.stderr
+    assert run("cmake", "--build", "--preset", "host-release").returncode == 0
+    test = run("ctest", "--preset", "host-release")
+    assert test.returncode == 0 and "tests passed" in test.stdout
+    assert (project / "build/host-release-plain/libdemo.so").is_file()

@@ -1,0 +1,47 @@
+"""Parsing test results from structured output only (TAP, JUnit), whatever qemu prints."""
+from hmbuild.runners import parse_junit, parse_tap
+
+TAP = """TAP version 13
+# Subtest: loads
+ok 1 - loads
+  ---
+  duration_ms: 1.0
+  ...
+# Subtest: fails
+not ok 2 - fails
+  ---
+  error: 'x'
+  ...
+# Subtest: parent
+    # Subtest: child
+    not ok 1 - child
+ok 3 - parent
+ok 4 - skipped one # SKIP not here
+1..4
+# pass 2
+# fail 1
+"""
+
+
+def test_tap_counts_top_level_results_and_names_failures():
+    r = parse_tap("napi x", TAP, 1)
+    assert (r.passed, r.failed) == (2, 1)
+    assert r.failures == ["fails"]
+
+
+def test_a_crashed_node_process_counts_as_a_failure():
+    r = parse_tap("napi x", "TAP version 13\nok 1 - first\n", -11)
+    assert (r.passed, r.failed) == (1, 1)
+    assert "-11" in r.failures[0]
+
+
+def test_junit_from_ctest(tmp_path):
+    xml = tmp_path / "j.xml"
+    xml.write_text("""<?xml version="1.0"?>
+<testsuite name="x" tests="3" failures="1">
+  <testcase name="a" status="run"/>
+  <testcase name="b" status="fail"><failure message="boom"/></testcase>
+  <testcase name="c" status="notrun"><skipped/></testcase>
+</testsuite>""")
+    r = parse_junit(xml)
+    assert (r.passed, r.failed, r.failures) == (1, 1, ["b"])
