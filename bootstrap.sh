@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine (as root) for hmbuild and runs the main job: generate a demo
+# project, cross-build it for linux-arm64 and run its native and NAPI tests under qemu-aarch64.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
+command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
+command -v g++ >/dev/null || need+=(g++)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+command -v git >/dev/null || need+=(git)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "bootstrap: apt-get install ${need[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+# The Python package (with its pinned Conan, CMake and Ninja) in a virtual environment here.
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+
+# Node-API headers, the aarch64 Node.js and hmbuild's Conan home, cached in ~/.cache/hmbuild.
+.venv/bin/hmbuild setup
+
+demo="$(mktemp -d)/demo"
+.venv/bin/hmbuild new "$demo"
+.venv/bin/hmbuild -C "$demo" build --target linux-arm64
+.venv/bin/hmbuild -C "$demo" test --target linux-arm64
