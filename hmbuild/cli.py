@@ -116,7 +116,7 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, as_json, verbose):
     cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
     cpu = check_cpu(target, cpu)
     result = build(project, target, build_type, verbose=verbose)
-    report = run_tests(project, target, result, cpu)
+    report = run_tests(project, target, result, cpu, verbose=verbose)
     for suite in report.suites:
         for failure in suite.failures:
             click.echo(f"FAILED {suite.name}: {failure}", err=True)

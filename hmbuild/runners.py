@@ -91,18 +91,35 @@ def _test_env(target: Target, library: Path, cpu: str | None) -> dict[str, str]:
     return env
 
 
+_HARNESS_SUMMARY = re.compile(r"^# (\d+) passed, (\d+) failed$", re.M)
+_HARNESS_FAIL = re.compile(r"^FAIL (\S+): (.*)$", re.M)
+
+
 def parse_junit(path: Path) -> SuiteResult:
+    """Counts ctest results. A test binary built on native/tests/test_main.h reports its own
+    cases ("ok NAME" / "FAIL NAME: where" and a summary line); those are counted one by one."""
     root = ET.parse(path).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     passed = failed = 0
     failures = []
     for case in suite.iter("testcase"):
         status = case.get("status", "")
-        if case.find("failure") is not None or case.find("error") is not None or status == "fail":
-            failed += 1
-            failures.append(case.get("name", "?"))
-        elif case.find("skipped") is not None or status in ("notrun", "disabled"):
+        name = case.get("name", "?")
+        is_failed = case.find("failure") is not None or case.find("error") is not None or status == "fail"
+        if not is_failed and (case.find("skipped") is not None or status in ("notrun", "disabled")):
             continue
+        out = case.findtext("system-out") or ""
+        summary = _HARNESS_SUMMARY.search(out)
+        if summary:
+            passed += int(summary.group(1))
+            failed += int(summary.group(2))
+            failures += [f"{name}: {m.group(1)} ({m.group(2)})" for m in _HARNESS_FAIL.finditer(out)]
+            if is_failed and int(summary.group(2)) == 0:
+                failed += 1  # the binary failed after its cases passed (e.g. crashed at exit)
+                failures.append(f"{name} exited with an error")
+        elif is_failed:
+            failed += 1
+            failures.append(name)
         else:
             passed += 1
     return SuiteResult("native (ctest)", passed, failed, failures)
@@ -133,19 +150,21 @@ def parse_tap(name: str, stdout: str, returncode: int) -> SuiteResult:
     return SuiteResult(name, passed, failed, failures)
 
 
-def run_ctest(build: BuildResult, env: dict[str, str]) -> SuiteResult:
+def run_ctest(build: BuildResult, env: dict[str, str], verbose: bool = False) -> SuiteResult:
     junit = build.build_dir / "hmbuild-ctest.xml"
     junit.unlink(missing_ok=True)
     proc = subprocess.run([_tool("ctest"), "--test-dir", str(build.build_dir), "--output-junit", str(junit),
-                           "--output-on-failure", "--timeout", "1800"],
+                           "--output-on-failure", "--timeout", "1800",
+                           "--test-output-size-passed", "1048576", "--test-output-size-failed", "1048576"],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
-    sys.stderr.write(proc.stdout)
+    if proc.returncode != 0 or verbose:
+        sys.stderr.write(proc.stdout)
     if not junit.exists():
         return SuiteResult("native (ctest)", 0, 1, [f"ctest did not run (exit {proc.returncode})"])
     return parse_junit(junit)
 
 
-def run_node_tests(project: Project, target: Target, env: dict[str, str]) -> list[SuiteResult]:
+def run_node_tests(project: Project, target: Target, env: dict[str, str], verbose: bool = False) -> list[SuiteResult]:
     node = node_for(target)
     results = []
     for test_file in sorted((project.root / "tests" / "napi").glob("*.test.mjs")):
@@ -155,8 +174,8 @@ def run_node_tests(project: Project, target: Target, env: dict[str, str]) -> lis
         print(f"hmbuild: node {test_file.relative_to(project.root)}", file=sys.stderr)
         proc = subprocess.run(cmd, env=env, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, errors="replace", timeout=3600)
-        sys.stderr.write(proc.stdout)
-        if proc.stderr.strip():
+        if proc.returncode != 0 or verbose:
+            sys.stderr.write(proc.stdout)
             sys.stderr.write(proc.stderr)
         results.append(parse_tap(f"napi {test_file.name}", proc.stdout, proc.returncode))
     return results
@@ -170,10 +189,12 @@ def ensure_runnable(target: Target) -> None:
         )
 
 
-def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None) -> TestReport:
+def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None,
+              verbose: bool = False) -> TestReport:
     ensure_runnable(target)
     cpu = check_cpu(target, cpu)
     env = _test_env(target, build.library, cpu)
-    suites = [run_ctest(build, env)]
-    suites += run_node_tests(project, target, env)
+    print(f"hmbuild: ctest in {build.build_dir}" + (f" (qemu -cpu {cpu})" if cpu else ""), file=sys.stderr)
+    suites = [run_ctest(build, env, verbose)]
+    suites += run_node_tests(project, target, env, verbose)
     return TestReport(target=target.name, cpu=cpu, suites=suites)

@@ -45,3 +45,21 @@ def test_junit_from_ctest(tmp_path):
 </testsuite>""")
     r = parse_junit(xml)
     assert (r.passed, r.failed, r.failures) == (1, 1, ["b"])
+
+
+def test_junit_counts_the_cases_inside_a_native_test_binary(tmp_path):
+    xml = tmp_path / "j.xml"
+    xml.write_text("""<?xml version="1.0"?>
+<testsuite name="x" tests="2" failures="1">
+  <testcase name="hmllm.gguf_reader" status="run"><system-out>ok a
+ok b
+# 2 passed, 0 failed
+</system-out></testcase>
+  <testcase name="hmllm.session" status="fail"><failure message="Failed"/><system-out>ok c
+FAIL d: test_session.cpp:10 x == y
+# 1 passed, 1 failed
+</system-out></testcase>
+</testsuite>""")
+    r = parse_junit(xml)
+    assert (r.passed, r.failed) == (3, 1)
+    assert r.failures == ["hmllm.session: d (test_session.cpp:10 x == y)"]

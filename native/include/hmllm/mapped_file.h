@@ -1,0 +1,50 @@
+// A whole file mapped read-only. Model weights are used straight out of this mapping, so the
+// kernel can drop and re-read clean pages under memory pressure instead of killing the app.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "hmllm/status.h"
+
+namespace hmllm {
+
+class MappedFile {
+public:
+    MappedFile() = default;
+    ~MappedFile();
+
+    MappedFile(MappedFile&& other) noexcept;
+    MappedFile& operator=(MappedFile&& other) noexcept;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    // Maps `path` with PROT_READ / MAP_PRIVATE. On failure *out is left unchanged.
+    //   missing or unreadable file, directory, non-regular file -> IoError
+    //   empty file                                              -> InvalidModel
+    //   the address space cannot hold the mapping               -> OutOfMemory
+    static Status open(const std::string& path, MappedFile* out);
+
+    const uint8_t* data() const { return data_; }
+    size_t size() const { return size_; }
+    const std::string& path() const { return path_; }
+    bool is_open() const { return data_ != nullptr; }
+
+    // Hints the kernel to read ahead aggressively; failure is harmless and ignored.
+    void advise_sequential();
+
+    // Reads one byte per page so the whole file is resident before the first token, moving
+    // page-fault stalls from inference time to load time. Returns the number of pages touched.
+    size_t prefault();
+
+    // Unmaps now. Idempotent; every pointer obtained from data() becomes invalid.
+    void close();
+
+private:
+    std::string path_;
+    const uint8_t* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace hmllm
