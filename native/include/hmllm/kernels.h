@@ -1,0 +1,86 @@
+// Matrix-vector / matrix-matrix kernels over weights used in place from the mapped model file.
+// Every type has a scalar reference (kernels_scalar.cpp); SIMD sets (NEON, NEON+dotprod,
+// NEON+i8mm, AVX2) override what they accelerate and are chosen at run time from the CPU's
+// features, so one aarch64 binary runs on a Cortex-A53 and on a dotprod/i8mm core.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace hmllm {
+
+// A 2-D weight matrix viewed in place (from the mmap'd file): n_rows rows of n_cols elements.
+struct MatView {
+    uint32_t type;  // a GgmlType value
+    const uint8_t* data;
+    int64_t n_cols;
+    int64_t n_rows;
+};
+
+// What a weight type multiplies with.
+enum class ActKind : uint32_t {
+    None = 0,  // unsupported weight type
+    F32,       // F32 / F16 weights: the floats themselves
+    Q8_32,     // Q4_0 / Q5_0 / Q8_0 / HM_Q4_*: int8 per element, float scale + int sum per 32
+    Q8_K,      // Q4_K / Q6_K: int8 per element, float scale per 256, int sum per 16
+};
+ActKind activation_kind(uint32_t weight_type);
+
+// One prepared activation row, as the kernels read it.
+struct ActRow {
+    const float* f;     // F32: n_cols floats
+    const int8_t* q;    // Q8_*: n_cols quants
+    const float* d;     // Q8_32: scale per 32; Q8_K: scale per 256
+    const int16_t* s;   // Q8_32: sum of quants per 32; Q8_K: per 16
+};
+
+// Activations quantized once per matmul (8-bit per block for the integer paths), shared
+// read-only by all threads.
+class Activations {
+public:
+    // Prepares `batch` rows of `n_cols` floats (row stride n_cols) for multiplying with weights
+    // of `weight_type`. n_cols must be a multiple of the weight type's block size.
+    void quantize(uint32_t weight_type, const float* x, int64_t n_cols, int64_t batch);
+
+    ActKind kind() const { return kind_; }
+    int64_t n_cols() const { return n_cols_; }
+    int64_t batch() const { return batch_; }
+    ActRow row(int64_t b) const;
+
+private:
+    ActKind kind_ = ActKind::None;
+    int64_t n_cols_ = 0;
+    int64_t batch_ = 0;
+    std::vector<float> f_;
+    std::vector<int8_t> q_;
+    std::vector<float> d_;
+    std::vector<int16_t> s_;
+};
+
+// y[b * y_stride + r] = dot(row r of w, activation row b), for rows r in [r0, r1), all batch
+// rows b. Thread-safe for disjoint row ranges. r0/r1 must be multiples of row_granularity(w.type).
+// act must have been prepared for w.type with n_cols == w.n_cols (checked; a mismatch aborts,
+// as it is a programming error).
+void matmul(const MatView& w, const Activations& act, float* y, int64_t y_stride, int64_t r0,
+            int64_t r1);
+int64_t row_granularity(uint32_t type);  // 1 for ggml types; 4 for the interleaved HM INT4 types
+
+// Dequantizes row `row` of w into dst[n_cols] (used for the token embedding lookup, and
+// references). Always the scalar code.
+void dequantize_row(const MatView& w, int64_t row, float* dst);
+
+// Bytes of one row (for HM types: a quarter of a 4-row tile); 0 for unsupported types or an
+// n_cols that is not a multiple of the block size.
+size_t row_bytes(uint32_t type, int64_t n_cols);
+
+bool kernel_supported(uint32_t type);  // F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, HM_Q4_G64/G128
+const char* active_kernels();  // "scalar" | "neon" | "neon-dotprod" | "neon-i8mm" | "avx2"
+// Forces a kernel set (tests, benchmarks): returns false if the CPU lacks it (or the name is
+// unknown). "auto" restores detection. Call it while no matmul is running. The environment
+// variable HMLLM_KERNELS (same names) is honoured at first use.
+bool select_kernels(const char* name);
+// The kernel sets this CPU can run, scalar first.
+std::vector<const char*> available_kernels();
+
+}  // namespace hmllm

@@ -1,0 +1,132 @@
+// Quantized block layouts, described once. The ggml layouts are byte-exact with the blocks
+// llama.cpp writes into GGUF files (little-endian, packed, no padding), so tensors are used in
+// place from the mapped file. The HM_Q4_* types are this project's own INT4 (docs/int4-format.md).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <cmath>
+
+namespace hmllm {
+
+constexpr int kQK = 32;    // elements per Q4_0 / Q5_0 / Q8_0 block
+constexpr int kQKK = 256;  // elements per K-quant super-block
+
+// Q4_0: 32 weights, x = (q - 8) * d. Byte j holds element j (low nibble) and j + 16 (high).
+struct BlockQ4_0 {
+    uint16_t d;      // fp16 scale
+    uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block is 18 bytes");
+
+// Q5_0: 32 weights, x = (q - 16) * d with q = low nibble | (fifth bit << 4). Nibbles as Q4_0;
+// bit i of the little-endian 32-bit qh is the fifth bit of element i.
+struct BlockQ5_0 {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block is 22 bytes");
+
+// Q8_0: 32 weights, x = q * d.
+struct BlockQ8_0 {
+    uint16_t d;
+    int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
+
+// Q4_K: 256 weights in 8 sub-blocks of 32, x = d * sc[j] * q - dmin * m[j], q in 0..15.
+// scales[12] packs eight 6-bit scales and eight 6-bit mins (see q4k_scale_min). The 128 bytes
+// of qs come in 4 chunks of 32: chunk c's low nibbles are sub-block 2c, its high nibbles 2c+1.
+struct BlockQ4_K {
+    uint16_t d;     // fp16 scale of the scales
+    uint16_t dmin;  // fp16 scale of the mins
+    uint8_t scales[12];
+    uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block is 144 bytes");
+
+// Sub-block j's 6-bit scale and min: j < 4 in the low 6 bits of bytes j / j+4; j >= 4 split
+// between a nibble of byte j+4 and the top two bits of bytes j-4 / j.
+inline void q4k_scale_min(int j, const uint8_t* s, uint8_t* sc, uint8_t* m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// Q6_K: 256 weights in 16 sub-blocks of 16, x = d * scales[e / 16] * (q - 32), q in 0..63.
+// Two halves of 128 elements; half h uses ql[64h..64h+63], qh[32h..32h+31]. Within a half, for
+// l in 0..31: element l     = ql[l] low nibble    | (qh[l] bits 0-1) << 4
+//             element l+32  = ql[l+32] low nibble | (qh[l] bits 2-3) << 4
+//             element l+64  = ql[l] high nibble   | (qh[l] bits 4-5) << 4
+//             element l+96  = ql[l+32] high nibble| (qh[l] bits 6-7) << 4
+struct BlockQ6_K {
+    uint8_t ql[128];
+    uint8_t qh[64];
+    int8_t scales[16];
+    uint16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
+
+// ---- HM_Q4_G64 / HM_Q4_G128: symmetric INT4, one fp16 scale per row and group of G columns,
+// value = (q - 8) * d, q in 0..15. Rows come in tiles of 4 (n_rows % 4 == 0, n_cols % G == 0).
+// The tensor is tiles in row order; a tile is its groups in column order; a tile-group is
+//   8 bytes:  fp16 d of rows 0, 1, 2, 3 of the tile
+//   G/32 chunks of 64 bytes, chunk c covering columns 32c..32c+31 of the group:
+//     byte j = 16*i + 4*r + e (i, r, e in 0..3) holds row r's columns
+//       32c + 4i + e       in the low nibble and
+//       32c + 16 + 4i + e  in the high nibble.
+// So one 16-byte load gives 4 rows x 4 columns, the operand of vdotq_laneq_s32 that puts row r
+// in lane r; a tile-group is 4 * (2 + G/2) bytes, the same 2 + G/2 bytes per row and group
+// that gguf_reader's type table assumes.
+constexpr int kHmTileRows = 4;
+inline constexpr int hm_group(uint32_t type) { return type == 1064 ? 64 : 128; }
+inline constexpr int64_t hm_tile_group_bytes(int group) { return 8 + 2 * group; }
+// Byte offset and nibble shift of (row r of the tile, column col of the group) in a tile-group.
+inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {
+    const int c = col / 32, k = col % 32, h = k / 16, i = (k % 16) / 4, e = k % 4;
+    *byte = 8 + 64 * c + 16 * i + 4 * r + e;
+    *shift = 4 * h;
+}
+
+// ---- Activation blocks (produced by Activations::quantize, never stored in files).
+// Q8_32: per 32 values a float scale and the int sum of the quants (used for weight offsets).
+// Q8_K : per 256 values a float scale, and per 16 the int sum of the quants (used for mins).
+
+// ---- fp16 <-> fp32, portable (the SIMD files use hardware conversions).
+inline float f32_from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+inline uint32_t bits_from_f32(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+inline float fp16_to_fp32(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+    const uint32_t exp = (h >> 10) & 0x1f;
+    const uint32_t man = h & 0x3ff;
+    if (exp == 0) {
+        const float f = static_cast<float>(man) * (1.0f / 16777216.0f);  // subnormal: man * 2^-24
+        return f32_from_bits(bits_from_f32(f) | sign);
+    }
+    if (exp == 31) return f32_from_bits(sign | 0x7f800000u | (man << 13));
+    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+// Round to nearest even, overflow to infinity.
+inline uint16_t fp32_to_fp16(float f) {
+    uint32_t x = bits_from_f32(f);
+    const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+    x &= 0x7fffffffu;
+    if (x >= 0x7f800000u) return sign | 0x7c00 | (x > 0x7f800000u ? 0x200 : 0);
+    if (x >= 0x477ff000u) return sign | 0x7c00;
+    if (x < 0x38800000u) {  // below the smallest normal fp16: a multiple of 2^-24
+        return sign | static_cast<uint16_t>(std::nearbyint(f32_from_bits(x) * 16777216.0f));
+    }
+    x += 0xc8000fffu + ((x >> 13) & 1);  // rebias exponent by -112, round half to even
+    return sign | static_cast<uint16_t>(x >> 13);
+}
+
+inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+}  // namespace hmllm

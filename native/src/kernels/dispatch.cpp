@@ -1,0 +1,158 @@
+// Picks the kernel set at first use (HMLLM_KERNELS, else the best the CPU reports) and routes
+// matmul calls through its table.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "hmllm/cpu_features.h"
+#include "hmllm/gguf_reader.h"
+#include "kernel_table.h"
+
+namespace hmllm {
+namespace kern {
+
+int slot_of(uint32_t type) {
+    switch (static_cast<GgmlType>(type)) {
+        case GgmlType::F32: return kF32;
+        case GgmlType::F16: return kF16;
+        case GgmlType::Q4_0: return kQ4_0;
+        case GgmlType::Q5_0: return kQ5_0;
+        case GgmlType::Q8_0: return kQ8_0;
+        case GgmlType::Q4_K: return kQ4_K;
+        case GgmlType::Q6_K: return kQ6_K;
+        case GgmlType::HM_Q4_G64: return kHm64;
+        case GgmlType::HM_Q4_G128: return kHm128;
+        default: return -1;
+    }
+}
+
+namespace {
+
+enum SetId { kScalar, kNeon, kDotprod, kI8mm, kAvx2, kSetCount };
+const char* const kNames[kSetCount] = {"scalar", "neon", "neon-dotprod", "neon-i8mm", "avx2"};
+
+bool cpu_has(int id) {
+    const CpuFeatures& f = cpu_features();
+    switch (id) {
+        case kScalar: return true;
+#if defined(__aarch64__)
+        case kNeon: return f.neon;
+        case kDotprod: return f.neon && f.dotprod;
+        case kI8mm: return f.neon && f.dotprod && f.i8mm;
+#endif
+#if defined(__x86_64__) || defined(_M_X64)
+        case kAvx2: return f.avx2 && f.fma && f.f16c;
+#endif
+        default: (void)f; return false;
+    }
+}
+
+KernelSet g_sets[kSetCount];
+std::once_flag g_once;
+std::atomic<const KernelSet*> g_active{nullptr};
+
+int best_available() {
+    for (int id : {kI8mm, kDotprod, kNeon, kAvx2})
+        if (cpu_has(id)) return id;
+    return kScalar;
+}
+
+int find_set(const char* name) {
+    for (int i = 0; i < kSetCount; ++i)
+        if (std::strcmp(name, kNames[i]) == 0) return i;
+    return -1;
+}
+
+void init() {
+    for (int i = 0; i < kSetCount; ++i) {
+        g_sets[i].name = kNames[i];
+        fill_scalar(&g_sets[i]);
+    }
+#if defined(__aarch64__)
+    fill_neon(&g_sets[kNeon]);
+    fill_neon(&g_sets[kDotprod]);
+    fill_neon_dotprod(&g_sets[kDotprod]);
+    fill_neon(&g_sets[kI8mm]);
+    fill_neon_dotprod(&g_sets[kI8mm]);
+    fill_neon_i8mm(&g_sets[kI8mm]);
+#endif
+#if defined(__x86_64__) || defined(_M_X64)
+    fill_avx2(&g_sets[kAvx2]);
+#endif
+    int id = best_available();
+    if (const char* env = std::getenv("HMLLM_KERNELS"); env != nullptr && *env != '\0' &&
+                                                        std::strcmp(env, "auto") != 0) {
+        const int want = find_set(env);
+        if (want >= 0 && cpu_has(want)) {
+            id = want;
+        } else {
+            std::fprintf(stderr, "hmllm: HMLLM_KERNELS=%s is not available on this CPU; using %s\n",
+                         env, kNames[id]);
+        }
+    }
+    g_active.store(&g_sets[id]);
+}
+
+const KernelSet& active() {
+    std::call_once(g_once, init);
+    return *g_active.load(std::memory_order_acquire);
+}
+
+}  // namespace
+}  // namespace kern
+
+using namespace kern;
+
+size_t row_bytes(uint32_t type, int64_t n_cols) {
+    const TypeInfo* info = type_info(type);
+    if (info == nullptr || slot_of(type) < 0 || n_cols < 0 || n_cols % info->block_size != 0) return 0;
+    if (type == static_cast<uint32_t>(GgmlType::HM_Q4_G64) ||
+        type == static_cast<uint32_t>(GgmlType::HM_Q4_G128)) {
+        const int g = hm_group(type);
+        return static_cast<size_t>(n_cols / g) * static_cast<size_t>(2 + g / 2);
+    }
+    return static_cast<size_t>(n_cols / info->block_size) * info->type_size;
+}
+
+int64_t row_granularity(uint32_t type) {
+    const int s = slot_of(type);
+    return (s == kHm64 || s == kHm128) ? 4 : 1;
+}
+
+bool kernel_supported(uint32_t type) { return slot_of(type) >= 0; }
+
+void matmul(const MatView& w, const Activations& act, float* y, int64_t y_stride, int64_t r0,
+            int64_t r1) {
+    const int s = slot_of(w.type);
+    if (s < 0 || act.kind() != activation_kind(w.type) || act.n_cols() != w.n_cols) {
+        std::fprintf(stderr, "hmllm: matmul of type %u with activations prepared for another type\n",
+                     w.type);
+        std::abort();
+    }
+    if (r1 <= r0) return;
+    active().mm[s](w, act, y, y_stride, r0, r1);
+}
+
+void dequantize_row(const MatView& w, int64_t row, float* dst) { dequantize_row_scalar(w, row, dst); }
+
+const char* active_kernels() { return active().name; }
+
+bool select_kernels(const char* name) {
+    active();
+    if (name == nullptr) return false;
+    const int id = std::strcmp(name, "auto") == 0 ? best_available() : find_set(name);
+    if (id < 0 || !cpu_has(id)) return false;
+    g_active.store(&g_sets[id], std::memory_order_release);
+    return true;
+}
+
+std::vector<const char*> available_kernels() {
+    std::vector<const char*> out;
+    for (int i = 0; i < kSetCount; ++i)
+        if (cpu_has(i)) out.push_back(kNames[i]);
+    return out;
+}
+
+}  // namespace hmllm

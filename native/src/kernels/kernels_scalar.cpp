@@ -1,0 +1,340 @@
+// Scalar reference for every type: activation quantization, dequantization and dot products.
+// The SIMD sets are tested against this file; keep it obvious rather than fast.
+#include <cmath>
+#include <cstdlib>
+
+#include "hmllm/gguf_reader.h"
+#include "kernel_table.h"
+
+namespace hmllm {
+
+ActKind activation_kind(uint32_t weight_type) {
+    switch (static_cast<GgmlType>(weight_type)) {
+        case GgmlType::F32:
+        case GgmlType::F16: return ActKind::F32;
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+        case GgmlType::HM_Q4_G64:
+        case GgmlType::HM_Q4_G128: return ActKind::Q8_32;
+        case GgmlType::Q4_K:
+        case GgmlType::Q6_K: return ActKind::Q8_K;
+        default: return ActKind::None;
+    }
+}
+
+namespace {
+
+// Symmetric int8 over `n` values: scale amax/127, round half to even.
+float quantize_block(const float* x, int n, int8_t* q) {
+    float amax = 0.0f;
+    for (int i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float v = std::nearbyint(x[i] * id);
+        q[i] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, v)));
+    }
+    return d;
+}
+
+int16_t sum_q(const int8_t* q, int n) {
+    int s = 0;
+    for (int i = 0; i < n; ++i) s += q[i];
+    return static_cast<int16_t>(s);
+}
+
+}  // namespace
+
+void Activations::quantize(uint32_t weight_type, const float* x, int64_t n_cols, int64_t batch) {
+    kind_ = activation_kind(weight_type);
+    n_cols_ = n_cols;
+    batch_ = batch;
+    const size_t n = static_cast<size_t>(n_cols * batch);
+    switch (kind_) {
+        case ActKind::None:
+            break;
+        case ActKind::F32:
+            f_.assign(x, x + n);
+            break;
+        case ActKind::Q8_32:
+            q_.resize(n);
+            d_.resize(n / kQK);
+            s_.resize(n / kQK);
+            for (size_t i = 0; i < n / kQK; ++i) {
+                d_[i] = quantize_block(x + kQK * i, kQK, &q_[kQK * i]);
+                s_[i] = sum_q(&q_[kQK * i], kQK);
+            }
+            break;
+        case ActKind::Q8_K:
+            q_.resize(n);
+            d_.resize(n / kQKK);
+            s_.resize(n / 16);
+            for (size_t i = 0; i < n / kQKK; ++i) d_[i] = quantize_block(x + kQKK * i, kQKK, &q_[kQKK * i]);
+            for (size_t i = 0; i < n / 16; ++i) s_[i] = sum_q(&q_[16 * i], 16);
+            break;
+    }
+}
+
+ActRow Activations::row(int64_t b) const {
+    ActRow r{nullptr, nullptr, nullptr, nullptr};
+    switch (kind_) {
+        case ActKind::None: break;
+        case ActKind::F32: r.f = f_.data() + b * n_cols_; break;
+        case ActKind::Q8_32:
+            r.q = q_.data() + b * n_cols_;
+            r.d = d_.data() + b * (n_cols_ / kQK);
+            r.s = s_.data() + b * (n_cols_ / kQK);
+            break;
+        case ActKind::Q8_K:
+            r.q = q_.data() + b * n_cols_;
+            r.d = d_.data() + b * (n_cols_ / kQKK);
+            r.s = s_.data() + b * (n_cols_ / 16);
+            break;
+    }
+    return r;
+}
+
+namespace kern {
+namespace {
+
+// ---- to_float, one row
+
+void deq_f32(const uint8_t* w, int64_t n, float* y) { std::memcpy(y, w, n * sizeof(float)); }
+
+void deq_f16(const uint8_t* w, int64_t n, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(load_u16(w + 2 * i));
+}
+
+void deq_q4_0(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(w);
+    for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int j = 0; j < 16; ++j) {
+            y[j] = ((b[i].qs[j] & 0xF) - 8) * d;
+            y[j + 16] = ((b[i].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+inline int q5_value(const BlockQ5_0& b, int e) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const int lo = e < 16 ? (b.qs[e] & 0xF) : (b.qs[e - 16] >> 4);
+    return (lo | (((qh >> e) & 1) << 4)) - 16;
+}
+
+void deq_q5_0(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
+    for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int e = 0; e < 32; ++e) y[e] = q5_value(b[i], e) * d;
+    }
+}
+
+void deq_q8_0(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(w);
+    for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int j = 0; j < 32; ++j) y[j] = b[i].qs[j] * d;
+    }
+}
+
+// Element e (0..255) of a Q4_K block, and its sub-block.
+inline int q4k_quant(const BlockQ4_K& b, int e) {
+    const int c = e / 64, k = e % 64;
+    return k < 32 ? (b.qs[32 * c + k] & 0xF) : (b.qs[32 * c + k - 32] >> 4);
+}
+
+void deq_q4_k(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
+    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
+        const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            q4k_scale_min(j, b[i].scales, &sc, &m);
+            for (int l = 0; l < 32; ++l) y[32 * j + l] = d * sc * q4k_quant(b[i], 32 * j + l) - dmin * m;
+        }
+    }
+}
+
+inline int q6k_quant(const BlockQ6_K& b, int e) {
+    const int h = e / 128, k = e % 128, part = k / 32, l = k % 32;
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t qh = b.qh[32 * h + l];
+    const int lo = part == 0 ? (ql[l] & 0xF) : part == 1 ? (ql[l + 32] & 0xF)
+                 : part == 2 ? (ql[l] >> 4) : (ql[l + 32] >> 4);
+    return (lo | (((qh >> (2 * part)) & 3) << 4)) - 32;
+}
+
+void deq_q6_k(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
+    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int e = 0; e < 256; ++e) y[e] = d * b[i].scales[e / 16] * q6k_quant(b[i], e);
+    }
+}
+
+// ---- dots
+
+float dot_f32(const uint8_t* w, const ActRow& a, int64_t n) {
+    const float* x = reinterpret_cast<const float*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; ++i) acc += x[i] * a.f[i];
+    return acc;
+}
+
+float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; ++i) acc += fp16_to_fp32(load_u16(w + 2 * i)) * a.f[i];
+    return acc;
+}
+
+float dot_q4_0(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        int isum = 0;
+        for (int j = 0; j < 16; ++j)
+            isum += ((b[i].qs[j] & 0xF) - 8) * q[j] + ((b[i].qs[j] >> 4) - 8) * q[j + 16];
+        acc += static_cast<float>(isum) * (fp16_to_fp32(b[i].d) * a.d[i]);
+    }
+    return acc;
+}
+
+float dot_q5_0(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        int isum = 0;
+        for (int e = 0; e < 32; ++e) isum += q5_value(b[i], e) * q[e];
+        acc += static_cast<float>(isum) * (fp16_to_fp32(b[i].d) * a.d[i]);
+    }
+    return acc;
+}
+
+float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            q4k_scale_min(j, b[i].scales, &sc, &m);
+            int s = 0;
+            for (int l = 0; l < 32; ++l) s += q4k_quant(b[i], 32 * j + l) * q[32 * j + l];
+            isum += sc * s;
+            msum += m * (bs[2 * j] + bs[2 * j + 1]);
+        }
+        const float da = a.d[i];
+        acc += fp16_to_fp32(b[i].d) * da * isum - fp16_to_fp32(b[i].dmin) * da * msum;
+    }
+    return acc;
+}
+
+float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) {
+            int s = 0;
+            for (int l = 0; l < 16; ++l) s += q6k_quant(b[i], 16 * j + l) * q[16 * j + l];
+            isum += b[i].scales[j] * s;
+        }
+        acc += fp16_to_fp32(b[i].d) * a.d[i] * isum;
+    }
+    return acc;
+}
+
+template <int G>
+void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
+    dot4_hm_ref(tile, a, n, G, out);
+}
+
+}  // namespace
+
+float dot_q8_0_ref(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        int isum = 0;
+        for (int j = 0; j < 32; ++j) isum += b[i].qs[j] * q[j];
+        acc += static_cast<float>(isum) * (fp16_to_fp32(b[i].d) * a.d[i]);
+    }
+    return acc;
+}
+
+void dot4_hm_ref(const uint8_t* tile, const ActRow& a, int64_t n, int group, float out[4]) {
+    for (int r = 0; r < 4; ++r) out[r] = 0.0f;
+    const int64_t tgb = hm_tile_group_bytes(group);
+    for (int64_t k = 0; k < n / group; ++k) {
+        const uint8_t* p = tile + k * tgb;
+        float ws[4];
+        for (int r = 0; r < 4; ++r) ws[r] = fp16_to_fp32(load_u16(p + 2 * r));
+        for (int c = 0; c < group / 32; ++c) {
+            const int64_t blk = (k * group) / 32 + c;
+            const int8_t* q = a.q + 32 * blk;
+            const uint8_t* nib = p + 8 + 64 * c;
+            int isum[4] = {0, 0, 0, 0};
+            for (int j = 0; j < 64; ++j) {
+                const int i = j / 16, r = (j % 16) / 4, e = j % 4;
+                isum[r] += (nib[j] & 0xF) * q[4 * i + e] + (nib[j] >> 4) * q[16 + 4 * i + e];
+            }
+            for (int r = 0; r < 4; ++r)
+                out[r] += static_cast<float>(isum[r] - 8 * a.s[blk]) * (ws[r] * a.d[blk]);
+        }
+    }
+}
+
+void dequantize_row_scalar(const MatView& w, int64_t row, float* y) {
+    const int64_t n = w.n_cols;
+    const uint8_t* p = w.data + row * row_bytes(w.type, n);
+    switch (slot_of(w.type)) {
+        case kF32: deq_f32(p, n, y); return;
+        case kF16: deq_f16(p, n, y); return;
+        case kQ4_0: deq_q4_0(p, n, y); return;
+        case kQ5_0: deq_q5_0(p, n, y); return;
+        case kQ8_0: deq_q8_0(p, n, y); return;
+        case kQ4_K: deq_q4_k(p, n, y); return;
+        case kQ6_K: deq_q6_k(p, n, y); return;
+        case kHm64:
+        case kHm128: {
+            const int g = hm_group(w.type);
+            const uint8_t* tile = w.data + (row / 4) * 4 * row_bytes(w.type, n);
+            const int r = static_cast<int>(row % 4);
+            for (int64_t k = 0; k < n / g; ++k) {
+                const uint8_t* tg = tile + k * hm_tile_group_bytes(g);
+                const float d = fp16_to_fp32(load_u16(tg + 2 * r));
+                for (int col = 0; col < g; ++col) {
+                    int byte, shift;
+                    hm_nibble_pos(r, col, &byte, &shift);
+                    y[k * g + col] = (((tg[byte] >> shift) & 0xF) - 8) * d;
+                }
+            }
+            return;
+        }
+        default: return;
+    }
+}
+
+void fill_scalar(KernelSet* ks) {
+    ks->mm[kF32] = matmul_rows<dot_f32>;
+    ks->mm[kF16] = matmul_rows<dot_f16>;
+    ks->mm[kQ4_0] = matmul_rows<dot_q4_0>;
+    ks->mm[kQ5_0] = matmul_rows<dot_q5_0>;
+    ks->mm[kQ8_0] = matmul_rows<dot_q8_0_ref>;
+    ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
+    ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
+    ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
+    ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
+}
+
+}  // namespace kern
+}  // namespace hmllm

@@ -1,0 +1,409 @@
+// Kernels: every SIMD set against the scalar reference, the scalar reference against a
+// double-precision dot of dequantized weights, and dequantization against hand-made blocks.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hmllm/cpu_features.h"
+#include "hmllm/gguf_reader.h"
+#include "hmllm/kernels.h"
+#include "hmllm/quant_blocks.h"
+#include "test_main.h"
+
+using namespace hmllm;
+
+namespace {
+
+constexpr uint32_t T(GgmlType t) { return static_cast<uint32_t>(t); }
+
+const uint32_t kAllTypes[] = {T(GgmlType::F32),  T(GgmlType::F16),  T(GgmlType::Q4_0),
+                              T(GgmlType::Q5_0), T(GgmlType::Q8_0), T(GgmlType::Q4_K),
+                              T(GgmlType::Q6_K), T(GgmlType::HM_Q4_G64),
+                              T(GgmlType::HM_Q4_G128)};
+
+void put_f16(uint8_t* p, float v) {
+    const uint16_t h = fp32_to_fp16(v);
+    p[0] = static_cast<uint8_t>(h);
+    p[1] = static_cast<uint8_t>(h >> 8);
+}
+
+// The HM_Q4 packer, the same algorithm as hmbuild/int4_format.py: per row and group
+// d = fp16(amax / 7), q = clamp(round(x / d) + 8, 0, 15). Fills `ref` with (q - 8) * d.
+std::vector<uint8_t> pack_hm_q4(const std::vector<float>& w, int64_t rows, int64_t cols, int g,
+                                std::vector<float>* ref) {
+    const int64_t groups = cols / g, tgb = hm_tile_group_bytes(g);
+    std::vector<uint8_t> out(static_cast<size_t>(rows / 4 * groups * tgb), 0);
+    ref->assign(static_cast<size_t>(rows * cols), 0.0f);
+    for (int64_t row = 0; row < rows; ++row) {
+        for (int64_t k = 0; k < groups; ++k) {
+            const float* x = &w[row * cols + k * g];
+            float amax = 0.0f;
+            for (int c = 0; c < g; ++c) amax = std::fmax(amax, std::fabs(x[c]));
+            const uint16_t d16 = fp32_to_fp16(amax / 7.0f);
+            const float d = fp16_to_fp32(d16);
+            const float id = d > 0.0f ? 1.0f / d : 0.0f;
+            uint8_t* tg = &out[(row / 4 * groups + k) * tgb];
+            tg[2 * (row % 4)] = static_cast<uint8_t>(d16);
+            tg[2 * (row % 4) + 1] = static_cast<uint8_t>(d16 >> 8);
+            for (int c = 0; c < g; ++c) {
+                const float qf = std::fmin(15.0f, std::fmax(0.0f, std::nearbyint(x[c] * id) + 8.0f));
+                const int q = static_cast<int>(qf);
+                int byte, shift;
+                hm_nibble_pos(static_cast<int>(row % 4), c, &byte, &shift);
+                tg[byte] |= static_cast<uint8_t>(q << shift);
+                (*ref)[row * cols + k * g + c] = (q - 8) * d;
+            }
+        }
+    }
+    return out;
+}
+
+// Random but well-formed weights: random quant bits, finite fp16 scales of realistic size.
+std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols, std::mt19937* rng) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    const size_t rb = row_bytes(type, cols);
+    std::vector<uint8_t> w(rb * rows);
+    for (auto& b : w) b = static_cast<uint8_t>(byte(*rng));
+    const auto scale = [&](uint8_t* p, float mag) { put_f16(p, mag * (0.2f + 0.8f * std::fabs(unit(*rng)))); };
+    switch (static_cast<GgmlType>(type)) {
+        case GgmlType::F32:
+            for (size_t i = 0; i < w.size() / 4; ++i) {
+                const float v = unit(*rng);
+                std::memcpy(&w[4 * i], &v, 4);
+            }
+            break;
+        case GgmlType::F16:
+            for (size_t i = 0; i < w.size() / 2; ++i) put_f16(&w[2 * i], unit(*rng));
+            break;
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0: {
+            const size_t bs = type_info(type)->type_size;
+            for (size_t i = 0; i < w.size(); i += bs) scale(&w[i], 0.01f);
+            break;
+        }
+        case GgmlType::Q4_K:
+            for (size_t i = 0; i < w.size(); i += 144) {
+                scale(&w[i], 0.002f);
+                scale(&w[i + 2], 0.002f);
+            }
+            break;
+        case GgmlType::Q6_K:
+            for (size_t i = 0; i < w.size(); i += 210) scale(&w[i + 208], 0.001f);
+            break;
+        case GgmlType::HM_Q4_G64:
+        case GgmlType::HM_Q4_G128: {
+            const size_t tgb = hm_tile_group_bytes(hm_group(type));
+            for (size_t i = 0; i < w.size(); i += tgb)
+                for (int r = 0; r < 4; ++r) scale(&w[i + 2 * r], 0.01f);
+            break;
+        }
+        default: break;
+    }
+    return w;
+}
+
+struct Case {
+    uint32_t type;
+    int64_t rows, cols, batch;
+    std::vector<uint8_t> w;
+    std::vector<float> x;
+    std::vector<std::vector<float>> deq;  // dequantized rows
+    std::vector<double> bound;            // ||w_r|| * ||x_b||, [b * rows + r]
+};
+
+Case make_case(uint32_t type, int64_t rows, int64_t cols, int64_t batch, uint32_t seed) {
+    std::mt19937 rng(seed);
+    Case c{type, rows, cols, batch, random_weights(type, rows, cols, &rng), {}, {}, {}};
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    c.x.resize(static_cast<size_t>(cols * batch));
+    for (auto& v : c.x) v = normal(rng);
+    MatView mv{type, c.w.data(), cols, rows};
+    c.deq.assign(rows, std::vector<float>(cols));
+    for (int64_t r = 0; r < rows; ++r) dequantize_row(mv, r, c.deq[r].data());
+    for (int64_t b = 0; b < batch; ++b) {
+        double xx = 0;
+        for (int64_t i = 0; i < cols; ++i) xx += double(c.x[b * cols + i]) * c.x[b * cols + i];
+        for (int64_t r = 0; r < rows; ++r) {
+            double ww = 0;
+            for (float v : c.deq[r]) ww += double(v) * v;
+            c.bound.push_back(std::sqrt(ww * xx));
+        }
+    }
+    return c;
+}
+
+// Runs the active kernel set, split in two row ranges as two threads would.
+std::vector<float> run(const Case& c) {
+    MatView mv{c.type, c.w.data(), c.cols, c.rows};
+    Activations act;
+    act.quantize(c.type, c.x.data(), c.cols, c.batch);
+    const int64_t stride = c.rows + 3;  // y_stride larger than n_rows on purpose
+    std::vector<float> y(static_cast<size_t>(stride * c.batch), NAN);
+    const int64_t mid = c.rows / 2 / row_granularity(c.type) * row_granularity(c.type);
+    matmul(mv, act, y.data(), stride, 0, mid);
+    matmul(mv, act, y.data(), stride, mid, c.rows);
+    std::vector<float> out;
+    for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t r = 0; r < c.rows; ++r) out.push_back(y[b * stride + r]);
+    return out;
+}
+
+bool valid_cols(uint32_t type, int64_t cols) { return row_bytes(type, cols) != 0; }
+
+double g_worst_simd = 0, g_worst_ref = 0;
+
+void compare_all_sets(uint32_t type) {
+    const int64_t cols_list[] = {256, 640, 1024, 2048, 2560};
+    const int64_t batches[] = {1, 2, 3, 7};
+    const bool is_float = type == T(GgmlType::F32) || type == T(GgmlType::F16);
+    uint32_t seed = type * 1000;
+    for (int64_t cols : cols_list) {
+        if (!valid_cols(type, cols)) continue;
+        for (int64_t batch : batches) {
+            const int64_t rows = 12;
+            const Case c = make_case(type, rows, cols, batch, ++seed);
+            CHECK(select_kernels("scalar"));
+            const std::vector<float> ref = run(c);
+            // Scalar reference against double-precision dequantized weights x float activations:
+            // the only loss is the 8-bit activation quantization (none for F32/F16).
+            const double ref_tol = is_float ? 1e-5 : 2e-2;
+            for (int64_t b = 0; b < batch; ++b) {
+                for (int64_t r = 0; r < rows; ++r) {
+                    double exact = 0;
+                    for (int64_t i = 0; i < cols; ++i) exact += double(c.deq[r][i]) * c.x[b * cols + i];
+                    const double err = std::fabs(ref[b * rows + r] - exact) / c.bound[b * rows + r];
+                    g_worst_ref = std::fmax(g_worst_ref, err);
+                    if (!(err <= ref_tol)) {
+                        std::printf("  type %u cols %lld batch %lld row %lld: scalar %g exact %g\n",
+                                    type, (long long)cols, (long long)batch, (long long)r,
+                                    ref[b * rows + r], exact);
+                    }
+                    CHECK(err <= ref_tol);
+                }
+            }
+            // Every SIMD set against the scalar reference: the same integer dots, so only float
+            // summation order differs.
+            for (const char* set : available_kernels()) {
+                CHECK(select_kernels(set));
+                const std::vector<float> y = run(c);
+                for (size_t i = 0; i < y.size(); ++i) {
+                    const double err = std::fabs(double(y[i]) - ref[i]) / c.bound[i];
+                    g_worst_simd = std::fmax(g_worst_simd, err);
+                    if (!(err <= 1e-5)) {
+                        std::printf("  %s type %u cols %lld batch %lld out %zu: %g vs scalar %g\n", set,
+                                    type, (long long)cols, (long long)batch, i, y[i], ref[i]);
+                    }
+                    CHECK(err <= 1e-5);
+                }
+            }
+        }
+    }
+    CHECK(select_kernels("auto"));
+}
+
+}  // namespace
+
+TEST_CASE(fp16_conversions) {
+    CHECK_EQ(fp16_to_fp32(0x3c00), 1.0f);
+    CHECK_EQ(fp16_to_fp32(0xc000), -2.0f);
+    CHECK_EQ(fp16_to_fp32(0x0001), std::ldexp(1.0f, -24));
+    CHECK_EQ(fp16_to_fp32(0x7bff), 65504.0f);
+    CHECK(std::isinf(fp16_to_fp32(0x7c00)));
+    CHECK_EQ(fp32_to_fp16(1.0f), 0x3c00);
+    CHECK_EQ(fp32_to_fp16(-2.0f), 0xc000);
+    CHECK_EQ(fp32_to_fp16(65504.0f), 0x7bff);
+    CHECK_EQ(fp32_to_fp16(1e6f), 0x7c00);
+    CHECK_EQ(fp32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);
+    CHECK_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie rounds to even
+    for (uint32_t h = 0; h < 0x7c00; ++h) CHECK_EQ(fp32_to_fp16(fp16_to_fp32(static_cast<uint16_t>(h))), h);
+}
+
+TEST_CASE(layout_sizes) {
+    CHECK_EQ(row_bytes(T(GgmlType::Q4_K), 512), size_t(288));
+    CHECK_EQ(row_bytes(T(GgmlType::Q6_K), 256), size_t(210));
+    CHECK_EQ(row_bytes(T(GgmlType::Q4_K), 640), size_t(0));
+    CHECK_EQ(row_bytes(T(GgmlType::HM_Q4_G64), 128), size_t(68));
+    CHECK_EQ(row_bytes(T(GgmlType::HM_Q4_G128), 128), size_t(66));
+    // The per-row size agrees with gguf_reader's type table for the HM types too.
+    CHECK_EQ(type_info(GgmlType::HM_Q4_G64)->type_size, 34u);
+    CHECK_EQ(type_info(GgmlType::HM_Q4_G128)->type_size, 66u);
+    CHECK_EQ(row_granularity(T(GgmlType::HM_Q4_G64)), 4);
+    CHECK_EQ(row_granularity(T(GgmlType::Q8_0)), 1);
+    for (uint32_t t : kAllTypes) CHECK(kernel_supported(t));
+    CHECK(!kernel_supported(T(GgmlType::Q2_K)));
+}
+
+TEST_CASE(dequantize_q4_0_block) {
+    uint8_t b[18];
+    put_f16(b, 0.5f);
+    for (int j = 0; j < 16; ++j) b[2 + j] = static_cast<uint8_t>((j & 0xF) | ((15 - j) << 4));
+    float y[32];
+    dequantize_row(MatView{T(GgmlType::Q4_0), b, 32, 1}, 0, y);
+    for (int j = 0; j < 16; ++j) {
+        CHECK_EQ(y[j], (j - 8) * 0.5f);
+        CHECK_EQ(y[j + 16], (7 - j) * 0.5f);
+    }
+}
+
+TEST_CASE(dequantize_q5_0_block) {
+    uint8_t b[22];
+    put_f16(b, 0.25f);
+    const uint32_t qh = 0x80000001u;  // fifth bit set for elements 0 and 31
+    std::memcpy(b + 2, &qh, 4);
+    for (int j = 0; j < 16; ++j) b[6 + j] = static_cast<uint8_t>(3 | (9 << 4));
+    float y[32];
+    dequantize_row(MatView{T(GgmlType::Q5_0), b, 32, 1}, 0, y);
+    CHECK_EQ(y[0], (19 - 16) * 0.25f);
+    CHECK_EQ(y[1], (3 - 16) * 0.25f);
+    CHECK_EQ(y[16], (9 - 16) * 0.25f);
+    CHECK_EQ(y[31], (25 - 16) * 0.25f);
+}
+
+TEST_CASE(dequantize_q8_0_block) {
+    uint8_t b[34];
+    put_f16(b, 2.0f);
+    for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(j - 16));
+    float y[32];
+    dequantize_row(MatView{T(GgmlType::Q8_0), b, 32, 1}, 0, y);
+    for (int j = 0; j < 32; ++j) CHECK_EQ(y[j], (j - 16) * 2.0f);
+}
+
+TEST_CASE(dequantize_q4_k_block) {
+    BlockQ4_K b{};
+    b.d = fp32_to_fp16(0.5f);
+    b.dmin = fp32_to_fp16(0.25f);
+    // Sub-block j: scale j + 1, min 2j + 3 (> 15 for j >= 7 needs the top bits too), plus one
+    // 6-bit value that uses the high bits: sub-block 5's scale = 40, sub-block 6's min = 50.
+    uint8_t sc[8] = {1, 2, 3, 4, 5, 40, 7, 8}, mn[8] = {3, 5, 7, 9, 11, 13, 50, 17};
+    for (int j = 0; j < 4; ++j) {
+        b.scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+        b.scales[j + 4] = static_cast<uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
+        b.scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+    }
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) b.qs[32 * c + l] = static_cast<uint8_t>((l % 16) | ((15 - l % 16) << 4));
+    float y[256];
+    dequantize_row(MatView{T(GgmlType::Q4_K), reinterpret_cast<const uint8_t*>(&b), 256, 1}, 0, y);
+    for (int e = 0; e < 256; ++e) {
+        const int j = e / 32, l = e % 32, q = (j % 2 == 0) ? l % 16 : 15 - l % 16;
+        CHECK_EQ(y[e], 0.5f * sc[j] * q - 0.25f * mn[j]);
+    }
+}
+
+TEST_CASE(dequantize_q6_k_block) {
+    BlockQ6_K b{};
+    b.d = fp32_to_fp16(0.125f);
+    for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<int8_t>(j - 8);
+    // Element e gets q = e % 64: low nibble in ql, two high bits in qh, as the layout says.
+    for (int e = 0; e < 256; ++e) {
+        const int q = e % 64, h = e / 128, k = e % 128, part = k / 32, l = k % 32;
+        const int ql_idx = 64 * h + l + (part % 2) * 32;
+        b.ql[ql_idx] |= static_cast<uint8_t>((q & 0xF) << (part >= 2 ? 4 : 0));
+        b.qh[32 * h + l] |= static_cast<uint8_t>((q >> 4) << (2 * part));
+    }
+    float y[256];
+    dequantize_row(MatView{T(GgmlType::Q6_K), reinterpret_cast<const uint8_t*>(&b), 256, 1}, 0, y);
+    for (int e = 0; e < 256; ++e) CHECK_EQ(y[e], 0.125f * (e / 16 - 8) * (e % 64 - 32));
+}
+
+TEST_CASE(dequantize_f16_f32_rows) {
+    uint8_t h[8];
+    const float vals[4] = {1.0f, -0.5f, 3.0f, 0.0f};
+    for (int i = 0; i < 4; ++i) put_f16(h + 2 * i, vals[i]);
+    float y[4];
+    dequantize_row(MatView{T(GgmlType::F16), h, 4, 1}, 0, y);
+    for (int i = 0; i < 4; ++i) CHECK_EQ(y[i], vals[i]);
+    dequantize_row(MatView{T(GgmlType::F32), reinterpret_cast<const uint8_t*>(vals), 2, 2}, 1, y);
+    CHECK_EQ(y[0], 3.0f);
+    CHECK_EQ(y[1], 0.0f);
+}
+
+TEST_CASE(hm_q4_layout_and_dequantize) {
+    for (int g : {64, 128}) {
+        const uint32_t type = g == 64 ? T(GgmlType::HM_Q4_G64) : T(GgmlType::HM_Q4_G128);
+        const int64_t rows = 8, cols = 2 * g;
+        std::mt19937 rng(7 + g);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> w(rows * cols), ref;
+        for (auto& v : w) v = normal(rng);
+        const std::vector<uint8_t> bytes = pack_hm_q4(w, rows, cols, g, &ref);
+        CHECK_EQ(bytes.size(), row_bytes(type, cols) * rows);
+        std::vector<float> y(cols);
+        for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row(MatView{type, bytes.data(), cols, rows}, r, y.data());
+            for (int64_t c = 0; c < cols; ++c) CHECK_EQ(y[c], ref[r * cols + c]);
+        }
+        // Hand check of the first tile-group: row 1's scale at bytes 2-3; its column 5 in the low
+        // nibble of byte 8 + 16 * 1 + 4 * 1 + 1 and column 21 in the high nibble of the same byte.
+        dequantize_row(MatView{type, bytes.data(), cols, rows}, 1, y.data());
+        const float d1 = fp16_to_fp32(load_u16(&bytes[2]));
+        CHECK_EQ(y[5], ((bytes[8 + 16 + 4 + 1] & 0xF) - 8) * d1);
+        CHECK_EQ(y[21], ((bytes[8 + 16 + 4 + 1] >> 4) - 8) * d1);
+    }
+}
+
+// Written by hmbuild/int4_format.py for w[r][c] = ((r * 7 + c) % 15 - 7) / 4 (4 x 64, G64):
+// the C++ reader and the Python packer agree on the layout.
+TEST_CASE(hm_q4_python_fixture) {
+    const int64_t rows = 4, cols = 64;
+    std::vector<float> w(rows * cols), ref;
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) w[r * cols + c] = ((r * 7 + c) % 15 - 7) / 4.0f;
+    const std::vector<uint8_t> bytes = pack_hm_q4(w, rows, cols, 64, &ref);
+    static const char kPythonHex[] =
+        "00340034003400342132435498a9bacb1f2132438798a9ba65768798dcedfe1f"
+        "54657687cbdcedfea9bacbdc2132435498a9bacb1f213243edfe1f2165768798"
+        "dcedfe1f5465768743546576bacbdced32435465a9bacbdc8798a9bafe1f2132"
+        "768798a9edfe1f21cbdcedfe43546576bacbdced324354651f2132438798a9ba"
+        "fe1f2132768798a9";
+    std::string hex;
+    for (uint8_t b : bytes) {
+        char s[3];
+        std::snprintf(s, sizeof s, "%02x", b);
+        hex += s;
+    }
+    CHECK_EQ(hex, std::string(kPythonHex));
+    for (size_t i = 0; i < w.size(); ++i) CHECK_EQ(ref[i], w[i]);  // exactly representable
+}
+
+TEST_CASE(selects_only_available_sets) {
+    CHECK(select_kernels("scalar"));
+    CHECK_EQ(std::string(active_kernels()), std::string("scalar"));
+    CHECK(!select_kernels("no-such-set"));
+    const CpuFeatures& f = cpu_features();
+#if defined(__aarch64__)
+    CHECK(!select_kernels("avx2"));
+    CHECK_EQ(select_kernels("neon-dotprod"), f.dotprod);
+    CHECK_EQ(select_kernels("neon-i8mm"), f.dotprod && f.i8mm);
+    CHECK(select_kernels("neon"));
+#else
+    CHECK(!select_kernels("neon"));
+    CHECK(!select_kernels("neon-dotprod"));
+    CHECK(!select_kernels("neon-i8mm"));
+    CHECK_EQ(select_kernels("avx2"), f.avx2 && f.fma && f.f16c);
+#endif
+    CHECK(select_kernels("auto"));
+    std::printf("# cpu: neon=%d dotprod=%d i8mm=%d avx2=%d fma=%d f16c=%d; auto = %s; available:",
+                f.neon, f.dotprod, f.i8mm, f.avx2, f.fma, f.f16c, active_kernels());
+    for (const char* s : available_kernels()) std::printf(" %s", s);
+    std::printf("\n");
+}
+
+TEST_CASE(matmul_f32) { compare_all_sets(T(GgmlType::F32)); }
+TEST_CASE(matmul_f16) { compare_all_sets(T(GgmlType::F16)); }
+TEST_CASE(matmul_q4_0) { compare_all_sets(T(GgmlType::Q4_0)); }
+TEST_CASE(matmul_q5_0) { compare_all_sets(T(GgmlType::Q5_0)); }
+TEST_CASE(matmul_q8_0) { compare_all_sets(T(GgmlType::Q8_0)); }
+TEST_CASE(matmul_q4_k) { compare_all_sets(T(GgmlType::Q4_K)); }
+TEST_CASE(matmul_q6_k) { compare_all_sets(T(GgmlType::Q6_K)); }
+TEST_CASE(matmul_hm_q4_g64) { compare_all_sets(T(GgmlType::HM_Q4_G64)); }
+TEST_CASE(matmul_hm_q4_g128) { compare_all_sets(T(GgmlType::HM_Q4_G128)); }
+
+TEST_CASE(report_worst_errors) {
+    std::printf("# worst error / (|w||x|): simd vs scalar %.3g (tol 1e-5), scalar vs exact %.3g (tol 2e-2)\n",
+                g_worst_simd, g_worst_ref);
+}
