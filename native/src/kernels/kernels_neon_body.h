@@ -1,0 +1,246 @@
+// NEON row kernels shared by kernels_neon.cpp (ARMv8.0: vmull_s8 + vpadalq_s16) and
+// kernels_neon_dotprod.cpp / kernels_neon_i8mm.cpp (vdotq_s32). Each of those files includes
+// this inside an anonymous namespace, after <arm_neon.h>, with HMLLM_NEON_DOTPROD set to 0 or 1,
+// so every copy is private to a file compiled with matching flags.
+#ifndef HMLLM_NEON_DOTPROD
+#error "define HMLLM_NEON_DOTPROD before including kernels_neon_body.h"
+#endif
+
+inline float h2f(uint16_t h) {
+    __fp16 f;
+    __builtin_memcpy(&f, &h, 2);
+    return static_cast<float>(f);
+}
+inline uint16_t ld16(const uint8_t* p) { uint16_t v; __builtin_memcpy(&v, p, 2); return v; }
+inline float32x4_t h2f4(const uint8_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)))); }
+
+// acc + products of a and b summed in groups (only the total over lanes is meaningful for the
+// baseline version: its lanes group the products differently from vdotq_s32). Products must be
+// at most 16383 in magnitude in pairs, which holds since activations are clamped to +-127.
+inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+#if HMLLM_NEON_DOTPROD
+    return vdotq_s32(acc, a, b);
+#else
+    int16x8_t p = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+    p = vmlal_high_s8(p, a, b);
+    return vpadalq_s16(acc, p);
+#endif
+}
+
+inline int8x16_t lo_nib(uint8x16_t v) { return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))); }
+inline int8x16_t hi_nib(uint8x16_t v) { return vreinterpretq_s8_u8(vshrq_n_u8(v, 4)); }
+
+void scale_min(int j, const uint8_t* s, int* sc, int* m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+float dot_f32(const uint8_t* w, const ActRow& a, int64_t n) {
+    const float* x = reinterpret_cast<const float*>(w);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        acc0 = vfmaq_f32(acc0, vld1q_f32(x + i), vld1q_f32(a.f + i));
+        acc1 = vfmaq_f32(acc1, vld1q_f32(x + i + 4), vld1q_f32(a.f + i + 4));
+    }
+    float s = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; i < n; ++i) s += x[i] * a.f[i];
+    return s;
+}
+
+float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
+    const uint16_t* x = reinterpret_cast<const uint16_t*>(w);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(x + i));
+        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(h)), vld1q_f32(a.f + i));
+        acc1 = vfmaq_f32(acc1, vcvt_high_f32_f16(h), vld1q_f32(a.f + i + 4));
+    }
+    float s = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; i < n; ++i) s += h2f(x[i]) * a.f[i];
+    return s;
+}
+
+float dot_q8_0(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(w);
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        int32x4_t s = dot16(vdupq_n_s32(0), vld1q_s8(b[i].qs), vld1q_s8(q));
+        s = dot16(s, vld1q_s8(b[i].qs + 16), vld1q_s8(q + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), h2f(b[i].d) * a.d[i]);
+    }
+    return vaddvq_f32(acc);
+}
+
+float dot_q4_0(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(w);
+    const int8x16_t eight = vdupq_n_s8(8);
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        const uint8x16_t raw = vld1q_u8(b[i].qs);
+        int32x4_t s = dot16(vdupq_n_s32(0), vsubq_s8(lo_nib(raw), eight), vld1q_s8(q));
+        s = dot16(s, vsubq_s8(hi_nib(raw), eight), vld1q_s8(q + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), h2f(b[i].d) * a.d[i]);
+    }
+    return vaddvq_f32(acc);
+}
+
+float dot_q5_0(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
+    const uint8x16_t bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t x10 = vdupq_n_u8(0x10);
+    const int8x16_t sixteen = vdupq_n_s8(16);
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        uint32_t qh;
+        __builtin_memcpy(&qh, b[i].qh, 4);
+        const uint8x16_t b01 = vcombine_u8(vdup_n_u8(qh & 0xFF), vdup_n_u8((qh >> 8) & 0xFF));
+        const uint8x16_t b23 = vcombine_u8(vdup_n_u8((qh >> 16) & 0xFF), vdup_n_u8(qh >> 24));
+        const int8x16_t h0 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b01, bit), x10));
+        const int8x16_t h1 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b23, bit), x10));
+        const uint8x16_t raw = vld1q_u8(b[i].qs);
+        int32x4_t s = dot16(vdupq_n_s32(0), vsubq_s8(vorrq_s8(lo_nib(raw), h0), sixteen), vld1q_s8(q));
+        s = dot16(s, vsubq_s8(vorrq_s8(hi_nib(raw), h1), sixteen), vld1q_s8(q + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), h2f(b[i].d) * a.d[i]);
+    }
+    return vaddvq_f32(acc);
+}
+
+float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
+    float32x4_t acc = vdupq_n_f32(0);
+    float acc_min = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        int sc[8], m[8], msum = 0;
+        for (int j = 0; j < 8; ++j) {
+            scale_min(j, b[i].scales, &sc[j], &m[j]);
+            msum += m[j] * (bs[2 * j] + bs[2 * j + 1]);
+        }
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int c = 0; c < 4; ++c) {
+            const uint8x16_t r0 = vld1q_u8(b[i].qs + 32 * c), r1 = vld1q_u8(b[i].qs + 32 * c + 16);
+            const int8_t* qc = q + 64 * c;
+            int32x4_t slo = dot16(vdupq_n_s32(0), lo_nib(r0), vld1q_s8(qc));
+            slo = dot16(slo, lo_nib(r1), vld1q_s8(qc + 16));
+            int32x4_t shi = dot16(vdupq_n_s32(0), hi_nib(r0), vld1q_s8(qc + 32));
+            shi = dot16(shi, hi_nib(r1), vld1q_s8(qc + 48));
+            isum = vmlaq_n_s32(isum, slo, sc[2 * c]);
+            isum = vmlaq_n_s32(isum, shi, sc[2 * c + 1]);
+        }
+        const float da = a.d[i];
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), h2f(b[i].d) * da);
+        acc_min += h2f(b[i].dmin) * da * msum;
+    }
+    return vaddvq_f32(acc) - acc_min;
+}
+
+float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m2 = vdupq_n_u8(0x03);
+    float32x4_t acc = vdupq_n_f32(0);
+    float acc_bias = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* ql = b[i].ql + 64 * h;
+            const uint8_t* qh = b[i].qh + 32 * h;
+            const int8_t* sc = b[i].scales + 8 * h;
+            const int8_t* q = a.q + kQKK * i + 128 * h;
+            for (int t = 0; t < 2; ++t) {  // l in 16t .. 16t+15
+                const uint8x16_t l0 = vld1q_u8(ql + 16 * t), l1 = vld1q_u8(ql + 32 + 16 * t);
+                const uint8x16_t hb = vld1q_u8(qh + 16 * t);
+                const uint8x16_t v[4] = {
+                    vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hb, m2), 4)),
+                    vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), m2), 4)),
+                    vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), m2), 4)),
+                    vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4)),
+                };
+                for (int k = 0; k < 4; ++k) {  // elements 32k + 16t .. +15: sub-block 2k + t
+                    const int32x4_t s = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(v[k]), vld1q_s8(q + 32 * k + 16 * t));
+                    isum = vmlaq_n_s32(isum, s, sc[2 * k + t]);
+                }
+            }
+        }
+        const int16_t* bs = a.s + 16 * i;
+        int bias = 0;
+        for (int j = 0; j < 16; ++j) bias += b[i].scales[j] * bs[j];
+        const float d = h2f(b[i].d) * a.d[i];
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), d);
+        acc_bias += d * static_cast<float>(32 * bias);
+    }
+    return vaddvq_f32(acc) - acc_bias;
+}
+
+// One 32-column chunk of an HM_Q4 tile-group (64 bytes at p) against 32 activations: the int32
+// dot of each of the 4 rows, lane r = row r.
+inline int32x4_t hm_chunk(const uint8_t* p, const int8_t* q) {
+    const uint8x16_t v0 = vld1q_u8(p), v1 = vld1q_u8(p + 16), v2 = vld1q_u8(p + 32), v3 = vld1q_u8(p + 48);
+    const int8x16_t alo = vld1q_s8(q), ahi = vld1q_s8(q + 16);
+#if HMLLM_NEON_DOTPROD
+    int32x4_t acc = vdotq_laneq_s32(vdupq_n_s32(0), lo_nib(v0), alo, 0);
+    acc = vdotq_laneq_s32(acc, lo_nib(v1), alo, 1);
+    acc = vdotq_laneq_s32(acc, lo_nib(v2), alo, 2);
+    acc = vdotq_laneq_s32(acc, lo_nib(v3), alo, 3);
+    acc = vdotq_laneq_s32(acc, hi_nib(v0), ahi, 0);
+    acc = vdotq_laneq_s32(acc, hi_nib(v1), ahi, 1);
+    acc = vdotq_laneq_s32(acc, hi_nib(v2), ahi, 2);
+    acc = vdotq_laneq_s32(acc, hi_nib(v3), ahi, 3);
+    return acc;
+#else
+    // Products of (rows 0-1) and (rows 2-3) in int16 (8 of at most 15 * 127 per lane), then
+    // pairwise adds down to one lane per row.
+    const int32x4_t al = vreinterpretq_s32_s8(alo), ah = vreinterpretq_s32_s8(ahi);
+    const int8x16_t w[8] = {lo_nib(v0), lo_nib(v1), lo_nib(v2), lo_nib(v3),
+                            hi_nib(v0), hi_nib(v1), hi_nib(v2), hi_nib(v3)};
+    const int8x16_t x[8] = {
+        vreinterpretq_s8_s32(vdupq_laneq_s32(al, 0)), vreinterpretq_s8_s32(vdupq_laneq_s32(al, 1)),
+        vreinterpretq_s8_s32(vdupq_laneq_s32(al, 2)), vreinterpretq_s8_s32(vdupq_laneq_s32(al, 3)),
+        vreinterpretq_s8_s32(vdupq_laneq_s32(ah, 0)), vreinterpretq_s8_s32(vdupq_laneq_s32(ah, 1)),
+        vreinterpretq_s8_s32(vdupq_laneq_s32(ah, 2)), vreinterpretq_s8_s32(vdupq_laneq_s32(ah, 3))};
+    int16x8_t p01 = vmull_s8(vget_low_s8(w[0]), vget_low_s8(x[0]));
+    int16x8_t p23 = vmull_high_s8(w[0], x[0]);
+    for (int k = 1; k < 8; ++k) {
+        p01 = vmlal_s8(p01, vget_low_s8(w[k]), vget_low_s8(x[k]));
+        p23 = vmlal_high_s8(p23, w[k], x[k]);
+    }
+    return vpaddq_s32(vpaddlq_s16(p01), vpaddlq_s16(p23));
+#endif
+}
+
+template <int G>
+void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t k = 0; k < n / G; ++k) {
+        const uint8_t* p = tile + k * (8 + 2 * G);
+        const float32x4_t ws = h2f4(p);
+        for (int c = 0; c < G / 32; ++c) {
+            const int64_t blk = k * (G / 32) + c;
+            const int32x4_t r = vsubq_s32(hm_chunk(p + 8 + 64 * c, a.q + 32 * blk), vdupq_n_s32(8 * a.s[blk]));
+            acc = vfmaq_f32(acc, vcvtq_f32_s32(r), vmulq_n_f32(ws, a.d[blk]));
+        }
+    }
+    vst1q_f32(out, acc);
+}
+
+void fill_all(KernelSet* ks) {
+    ks->mm[kF32] = matmul_rows<dot_f32>;
+    ks->mm[kF16] = matmul_rows<dot_f16>;
+    ks->mm[kQ4_0] = matmul_rows<dot_q4_0>;
+    ks->mm[kQ5_0] = matmul_rows<dot_q5_0>;
+    ks->mm[kQ8_0] = matmul_rows<dot_q8_0>;
+    ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
+    ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
+    ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
+    ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
+}
