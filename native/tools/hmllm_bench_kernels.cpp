@@ -1,0 +1,149 @@
+// Times matmul (GEMV by default) of each weight type with every kernel set this CPU can run,
+// single-threaded, on two FFN-like shapes. Prints weight bandwidth and the speed-up over the
+// scalar reference. A benchmark, not a test: nothing here passes or fails by time.
+//
+//   hmllm_bench_kernels [--batch N] [--min-time SECONDS] [--json]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hmllm/gguf_reader.h"
+#include "hmllm/kernels.h"
+#include "hmllm/quant_blocks.h"
+
+using namespace hmllm;
+
+namespace {
+
+std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols) {
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::vector<uint8_t> w(row_bytes(type, cols) * rows);
+    for (auto& b : w) b = static_cast<uint8_t>(byte(rng));
+    const auto set_f16 = [&](size_t at, float v) {
+        const uint16_t h = fp32_to_fp16(v);
+        w[at] = static_cast<uint8_t>(h);
+        w[at + 1] = static_cast<uint8_t>(h >> 8);
+    };
+    switch (static_cast<GgmlType>(type)) {
+        case GgmlType::F32:
+            for (size_t i = 0; i < w.size(); i += 4) {
+                const float v = (byte(rng) - 128) / 128.0f;
+                std::memcpy(&w[i], &v, 4);
+            }
+            break;
+        case GgmlType::F16:
+            for (size_t i = 0; i < w.size(); i += 2) set_f16(i, (byte(rng) - 128) / 128.0f);
+            break;
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+            for (size_t i = 0; i < w.size(); i += type_info(type)->type_size) set_f16(i, 0.01f);
+            break;
+        case GgmlType::Q4_K:
+            for (size_t i = 0; i < w.size(); i += 144) set_f16(i, 0.002f), set_f16(i + 2, 0.002f);
+            break;
+        case GgmlType::Q6_K:
+            for (size_t i = 0; i < w.size(); i += 210) set_f16(i + 208, 0.001f);
+            break;
+        default: {  // HM_Q4: 4 scales per tile-group
+            const size_t tgb = hm_tile_group_bytes(hm_group(type));
+            for (size_t i = 0; i < w.size(); i += tgb)
+                for (int r = 0; r < 4; ++r) set_f16(i + 2 * r, 0.01f);
+        }
+    }
+    return w;
+}
+
+struct Result {
+    std::string type, set;
+    int64_t rows, cols;
+    double us, gbps, speedup;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool json = false;
+    int64_t batch = 1;
+    double min_time = 0.2;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
+            batch = std::atoll(argv[++i]);
+        } else if (std::strcmp(argv[i], "--min-time") == 0 && i + 1 < argc) {
+            min_time = std::atof(argv[++i]);
+        } else {
+            std::fprintf(stderr, "usage: %s [--batch N] [--min-time SECONDS] [--json]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (batch < 1) batch = 1;
+
+    const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q8_0,
+                              GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
+                              GgmlType::Q6_K, GgmlType::HM_Q4_G64, GgmlType::HM_Q4_G128};
+    std::vector<Result> results;
+    for (GgmlType gt : types) {
+        const uint32_t type = static_cast<uint32_t>(gt);
+        const int64_t bs = type_info(type)->block_size;
+        // FFN up (2048 x 640) and down (640 x 2048); K-quants need 256-multiples: 768 then.
+        const int64_t narrow = 640 % bs == 0 ? 640 : 768;
+        const int64_t shapes[2][2] = {{2048, narrow}, {narrow, 2048}};
+        for (const auto& shape : shapes) {
+            const int64_t rows = shape[0], cols = shape[1];
+            const std::vector<uint8_t> w = random_weights(type, rows, cols);
+            const MatView mv{type, w.data(), cols, rows};
+            std::vector<float> x(cols * batch), y(rows * batch);
+            std::mt19937 rng(7);
+            std::normal_distribution<float> normal;
+            for (auto& v : x) v = normal(rng);
+            Activations act;
+            act.quantize(type, x.data(), cols, batch);
+            double scalar_us = 0;
+            for (const char* set : available_kernels()) {
+                select_kernels(set);
+                matmul(mv, act, y.data(), rows, 0, rows);  // warm caches
+                int64_t iters = 0;
+                const auto t0 = std::chrono::steady_clock::now();
+                double elapsed = 0;
+                do {
+                    matmul(mv, act, y.data(), rows, 0, rows);
+                    ++iters;
+                    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                } while (elapsed < min_time);
+                const double us = elapsed / iters * 1e6;
+                if (std::strcmp(set, "scalar") == 0) scalar_us = us;
+                results.push_back({type_info(type)->name, set, rows, cols, us,
+                                   w.size() / (us * 1e-6) / 1e9, scalar_us / us});
+                if (!json) {
+                    const Result& r = results.back();
+                    std::printf("%-11s %5lld x %-5lld %-13s %9.1f us %7.2f GB/s  x%.1f vs scalar\n",
+                                r.type.c_str(), (long long)rows, (long long)cols, set, r.us, r.gbps,
+                                r.speedup);
+                    std::fflush(stdout);
+                }
+            }
+        }
+    }
+    select_kernels("auto");
+    if (json) {
+        std::printf("{\"batch\": %lld, \"threads\": 1, \"auto\": \"%s\", \"results\": [", (long long)batch,
+                    active_kernels());
+        for (size_t i = 0; i < results.size(); ++i) {
+            const Result& r = results[i];
+            std::printf("%s{\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"kernels\": \"%s\", "
+                        "\"us\": %.2f, \"weight_gbps\": %.3f, \"speedup_vs_scalar\": %.2f}",
+                        i ? ", " : "", r.type.c_str(), (long long)r.rows, (long long)r.cols,
+                        r.set.c_str(), r.us, r.gbps, r.speedup);
+        }
+        std::printf("]}\n");
+    }
+    return 0;
+}
