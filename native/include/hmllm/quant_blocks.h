@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
-#include <cmath>
+
+#include "hmllm/fp16.h"
 
 namespace hmllm {
 
@@ -97,36 +97,8 @@ inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {
 // Q8_32: per 32 values a float scale and the int sum of the quants (used for weight offsets).
 // Q8_K : per 256 values a float scale, and per 16 the int sum of the quants (used for mins).
 
-// ---- fp16 <-> fp32, portable (the SIMD files use hardware conversions).
-inline float f32_from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-inline uint32_t bits_from_f32(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
-
-inline float fp16_to_fp32(uint16_t h) {
-    const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-    const uint32_t exp = (h >> 10) & 0x1f;
-    const uint32_t man = h & 0x3ff;
-    if (exp == 0) {
-        const float f = static_cast<float>(man) * (1.0f / 16777216.0f);  // subnormal: man * 2^-24
-        return f32_from_bits(bits_from_f32(f) | sign);
-    }
-    if (exp == 31) return f32_from_bits(sign | 0x7f800000u | (man << 13));
-    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-// Round to nearest even, overflow to infinity.
-inline uint16_t fp32_to_fp16(float f) {
-    uint32_t x = bits_from_f32(f);
-    const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-    x &= 0x7fffffffu;
-    if (x >= 0x7f800000u) return sign | 0x7c00 | (x > 0x7f800000u ? 0x200 : 0);
-    if (x >= 0x477ff000u) return sign | 0x7c00;
-    if (x < 0x38800000u) {  // below the smallest normal fp16: a multiple of 2^-24
-        return sign | static_cast<uint16_t>(std::nearbyint(f32_from_bits(x) * 16777216.0f));
-    }
-    x += 0xc8000fffu + ((x >> 13) & 1);  // rebias exponent by -112, round half to even
-    return sign | static_cast<uint16_t>(x >> 13);
-}
-
+// fp16 <-> fp32 conversions (fp16_to_fp32 / fp32_to_fp16) come from hmllm/fp16.h; the SIMD
+// files use hardware conversions instead.
 inline uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
 }  // namespace hmllm

@@ -2,6 +2,7 @@
 // The SIMD sets are tested against this file; keep it obvious rather than fast.
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "hmllm/gguf_reader.h"
 #include "kernel_table.h"
