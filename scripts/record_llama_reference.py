@@ -10,20 +10,39 @@ about 10-15 minutes on 2 cores):
 
     python3 -m venv /root/.cache/hmbuild/llama-ref-venv
     CMAKE_ARGS="-DGGML_NATIVE=ON" MAKEFLAGS=-j2 \\
-        /root/.cache/hmbuild/llama-ref-venv/bin/pip install llama-cpp-python==0.3.36
+        /root/.cache/hmbuild/llama-ref-venv/bin/pip install llama-cpp-python==0.3.36 gguf==0.19.0
+
+For the BPE fixtures, also unpack llama.cpp's test vocabularies (vocab-only GGUF files, no
+weights) from the same release's source package:
+
+    /root/.cache/hmbuild/llama-ref-venv/bin/pip download --no-deps --no-binary :all: \\
+        llama-cpp-python==0.3.36 -d /root/.cache/hmbuild/llama-sdist
+    tar xzf /root/.cache/hmbuild/llama-sdist/llama_cpp_python-0.3.36.tar.gz \\
+        -C /root/.cache/hmbuild/llama-sdist --wildcards '*/vendor/llama.cpp/models/ggml-vocab-*'
 
 then, from the repository root:
 
     /root/.cache/hmbuild/llama-ref-venv/bin/python scripts/record_llama_reference.py
 
 The model path comes from --model, else $HMLLM_TEST_MODEL, else the hmbuild model cache
-(`hmbuild fetch-model` puts it there). Output goes to --out (default tests/fixtures/llama_cpp).
+(`hmbuild fetch-model` puts it there). The vocabularies come from --vocab-dir (default: the
+unpacked source package above; skipped with a note when absent). Output goes to --out
+(default tests/fixtures/llama_cpp).
 
 Files written (every file has a "generator" object naming llama-cpp-python, ggml and the
 llama.cpp commit, and a "model" object with the file name and its SHA-256):
   gemma3_tokenize.json  tokenizer ids for ~50 strings, with and without BOS, special tokens
                         parsed; per-token pieces (hex bytes) for a few id sequences.
   gemma3_greedy.json    greedy continuations (32 tokens), top-10 logits, label log-probs.
+  bpe_reduced_tokenize.json
+                        a reduced Qwen2 byte-level BPE vocabulary (byte alphabet, the first
+                        merges, control tokens: small enough to commit, Apache-2.0 like Qwen2)
+                        and llama.cpp's ids for every string under four pre-tokenizers
+                        (qwen2, llama-bpe, gpt-2, default), so CI tests BPE with no download.
+  llama_vocab_tokenize.json
+                        ids from llama.cpp's full test vocabularies (qwen2, llama-bpe, gpt-2,
+                        llama-spm), each with its file's SHA-256; the native test compares when
+                        HMLLM_VOCAB_DIR points at those files.
 """
 
 from __future__ import annotations
@@ -226,6 +245,219 @@ def record_tokenize(llm, model_info: dict, gen: dict) -> dict:
     }
 
 
+DEFAULT_VOCAB_DIR = Path(
+    "/root/.cache/hmbuild/llama-sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/models"
+)
+FULL_VOCABS = ["qwen2", "llama-bpe", "gpt-2", "llama-spm"]
+REDUCED_SOURCE = "qwen2"
+REDUCED_MERGES = 1500
+REDUCED_PRES = ["qwen2", "llama-bpe", "gpt-2", "default"]
+
+
+def vocab_test_strings(vocab_dir: Path) -> list[str | bytes]:
+    """Our strings plus llama.cpp's own tokenizer test inputs (ggml-vocab-*.gguf.inp)."""
+    texts = list(TOKENIZE_TEXTS)
+    inp = vocab_dir / f"ggml-vocab-{REDUCED_SOURCE}.gguf.inp"
+    if inp.is_file():
+        raw = inp.read_text(encoding="utf-8")
+        for t in raw.split("\n__ggml_vocab_test__\n"):
+            if t not in texts:
+                texts.append(t)
+    return texts
+
+
+class VocabOnly:
+    """A vocabulary loaded through llama.cpp's C API alone (Llama(vocab_only=True) would still
+    create a context, which crashes on a file without weights)."""
+
+    def __init__(self, path: Path):
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+        if not self.model:
+            raise RuntimeError(f"llama.cpp cannot load {path}")
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+
+    def tokenize(self, text: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        n = len(text) + 8
+        buf = (llama_cpp.llama_token * n)()
+        got = llama_cpp.llama_tokenize(self.vocab, text, len(text), buf, n, add_special, parse_special)
+        if got < 0:
+            raise RuntimeError(f"tokenize needs {-got} tokens")
+        return list(buf[:got])
+
+    def add_bos_token(self) -> bool:
+        return bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
+
+    def token_bos(self) -> int:
+        return int(llama_cpp.llama_vocab_bos(self.vocab))
+
+    def close(self) -> None:
+        llama_cpp.llama_model_free(self.model)
+
+
+def vocab_only(path: Path) -> VocabOnly:
+    return VocabOnly(path)
+
+
+def record_full_vocabs(vocab_dir: Path, texts: list, gen: dict) -> dict:
+    vocabs = []
+    for name in FULL_VOCABS:
+        path = vocab_dir / f"ggml-vocab-{name}.gguf"
+        model = vocab_only(path)
+        vocabs.append(
+            {
+                "file": path.name,
+                "sha256": sha256_of(path),
+                "add_bos": bool(model.add_bos_token()),
+                "bos": model.token_bos(),
+                "cases": [
+                    {"text_hex": as_bytes(t).hex(), "ids_no_bos": model.tokenize(as_bytes(t), False, True)}
+                    for t in texts
+                ],
+            }
+        )
+        model.close()
+    return {
+        "generator": gen,
+        "settings": {"parse_special": True, "ids_no_bos": "add_special=False"},
+        "vocabs": vocabs,
+    }
+
+
+def reduce_vocab(path: Path) -> dict:
+    """The byte alphabet, the first REDUCED_MERGES applicable merges and the control tokens
+    (plus three user-defined ones) of a byte-level BPE vocabulary, renumbered in file order."""
+    import gguf
+
+    r = gguf.GGUFReader(str(path))
+
+    def strings(key):
+        f = r.fields[key]
+        return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
+
+    tokens = strings("tokenizer.ggml.tokens")
+    tf = r.fields["tokenizer.ggml.token_type"]
+    types = [int(tf.parts[i][0]) for i in tf.data]
+    merges = strings("tokenizer.ggml.merges")
+    index = {t: i for i, t in enumerate(tokens)}
+
+    # GPT-2's byte alphabet, as in llama.cpp's unicode_byte_to_utf8_map.
+    printable = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    alphabet, n = {}, 0
+    for b in range(256):
+        if b in printable:
+            alphabet[b] = chr(b)
+        else:
+            alphabet[b] = chr(256 + n)
+            n += 1
+    keep = {index[c] for c in alphabet.values()}
+    kept_merges = []
+    for m in merges:
+        left, _, right = m.partition(" ")
+        merged = left + right
+        if index.get(left) in keep and index.get(right) in keep and merged in index:
+            keep.add(index[merged])
+            kept_merges.append(m)
+            if len(kept_merges) == REDUCED_MERGES:
+                break
+    user_defined = [i for i, t in enumerate(types) if t == 4][:3]
+    keep.update(i for i, t in enumerate(types) if t == 3)
+    keep.update(user_defined)
+    order = sorted(keep)
+    renumber = {old: new for new, old in enumerate(order)}
+
+    def key_u32(key):
+        f = r.fields.get(key)
+        return int(f.parts[f.data[0]][0]) if f is not None else None
+
+    bos, eos = key_u32("tokenizer.ggml.bos_token_id"), key_u32("tokenizer.ggml.eos_token_id")
+    return {
+        "source": path.name,
+        "source_sha256": sha256_of(path),
+        "tokens": [tokens[i] for i in order],
+        "token_type": [types[i] for i in order],
+        "merges": kept_merges,
+        "bos": renumber.get(bos, -1) if bos is not None else -1,
+        "eos": renumber.get(eos, -1) if eos is not None else -1,
+    }
+
+
+def write_reduced_gguf(vocab: dict, pre: str, path: Path) -> None:
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "qwen2")
+    # Hyperparameters llama.cpp insists on before it will load even a vocabulary-only file.
+    w.add_block_count(1)
+    w.add_context_length(512)
+    w.add_embedding_length(64)
+    w.add_feed_forward_length(128)
+    w.add_head_count(1)
+    w.add_head_count_kv(1)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(vocab["tokens"])
+    w.add_token_types(vocab["token_type"])
+    w.add_token_merges(vocab["merges"])
+    if vocab["bos"] >= 0:
+        w.add_bos_token_id(vocab["bos"])
+    if vocab["eos"] >= 0:
+        w.add_eos_token_id(vocab["eos"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def record_reduced_bpe(vocab_dir: Path, texts: list, gen: dict, tmp: Path) -> dict:
+    vocab = reduce_vocab(vocab_dir / f"ggml-vocab-{REDUCED_SOURCE}.gguf")
+    runs = []
+    for pre in REDUCED_PRES:
+        path = tmp / f"reduced-{pre}.gguf"
+        write_reduced_gguf(vocab, pre, path)
+        model = vocab_only(path)
+        runs.append(
+            {
+                "pre": pre,
+                "add_bos": bool(model.add_bos_token()),
+                "cases": [model.tokenize(as_bytes(t), False, True) for t in texts],
+            }
+        )
+        model.close()
+        path.unlink()
+    return {
+        "generator": gen,
+        "settings": {
+            "parse_special": True,
+            "cases": "ids with add_special=False, one list per entry of texts_hex",
+            "gguf": "tokenizer.ggml.model gpt2, .pre from each run, .tokens, .token_type, "
+                    ".merges, .bos_token_id/.eos_token_id from vocab (no add_bos_token key)",
+        },
+        "vocab": vocab,
+        "texts_hex": [as_bytes(t).hex() for t in texts],
+        "runs": runs,
+    }
+
+
+def dump_compact(data) -> str:
+    """JSON with one top-level or list entry per line: readable diffs, no per-number lines."""
+
+    def enc(v, depth):
+        if isinstance(v, dict) and depth < 2:
+            inner = ",\n".join(
+                " " * (depth + 1) + json.dumps(k, ensure_ascii=False) + ": " + enc(x, depth + 1)
+                for k, x in v.items()
+            )
+            return "{\n" + inner + "\n" + " " * depth + "}"
+        if isinstance(v, list) and depth < 3 and v and isinstance(v[0], (dict, list)):
+            inner = ",\n".join(" " * (depth + 1) + enc(x, depth + 1) for x in v)
+            return "[\n" + inner + "\n" + " " * depth + "]"
+        return json.dumps(v, ensure_ascii=False, separators=(", ", ": "))
+
+    return enc(data, 0) + "\n"
+
+
 def eval_fresh(llm, tokens: list[int]) -> None:
     llm.reset()
     llm.eval(tokens)
@@ -304,6 +536,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--vocab-dir", type=Path, default=DEFAULT_VOCAB_DIR)
     args = ap.parse_args()
     model_path = args.model or Path(os.environ.get("HMLLM_TEST_MODEL", DEFAULT_MODEL))
     if not model_path.is_file():
@@ -328,9 +561,16 @@ def main() -> int:
         "gemma3_tokenize.json": record_tokenize(llm, model_info, gen),
         "gemma3_greedy.json": record_greedy(llm, model_info, gen),
     }
+    if (args.vocab_dir / f"ggml-vocab-{REDUCED_SOURCE}.gguf").is_file():
+        texts = vocab_test_strings(args.vocab_dir)
+        outputs["bpe_reduced_tokenize.json"] = record_reduced_bpe(args.vocab_dir, texts, gen, args.out)
+        outputs["llama_vocab_tokenize.json"] = record_full_vocabs(args.vocab_dir, texts, gen)
+    else:
+        print(f"note: no llama.cpp test vocabularies in {args.vocab_dir}; BPE fixtures not "
+              "re-recorded (see the docstring)", file=sys.stderr)
     for name, data in outputs.items():
         path = args.out / name
-        path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        path.write_text(dump_compact(data), encoding="utf-8")
         print(f"wrote {path} ({path.stat().st_size} bytes)", file=sys.stderr)
     return 0
 

@@ -394,6 +394,28 @@ std::string show(const Ids& ids) {
     return s + "]";
 }
 
+Json read_json(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    JsonParser p{text};
+    Json v = p.value();
+    return p.ok ? v : Json{};
+}
+
+// HMLLM_FIXTURES_DIR, else the repository's tests/fixtures/llama_cpp next to this source file
+// (absent when the native tree was copied elsewhere: those cases then skip).
+std::string fixtures_dir() {
+    const char* env = std::getenv("HMLLM_FIXTURES_DIR");
+    if (env != nullptr && *env) return env;
+    std::string here = __FILE__;
+    const size_t slash = here.rfind('/');
+    if (slash == std::string::npos) return {};
+    const std::string dir = here.substr(0, slash) + "/../../tests/fixtures/llama_cpp";
+    return access((dir + "/bpe_reduced_tokenize.json").c_str(), R_OK) == 0 ? dir : std::string();
+}
+
 // The real model and its fixture, loaded once; nullptr (and "skip" printed) when not configured.
 struct RealModel {
     GgufFile file;
@@ -408,8 +430,8 @@ const RealModel* real_model() {
     if (tried) return model.get();
     tried = true;
     const char* path = std::getenv("HMLLM_TEST_MODEL");
-    const char* dir = std::getenv("HMLLM_FIXTURES_DIR");
-    if (path == nullptr || dir == nullptr || !*path || !*dir) return nullptr;
+    const std::string dir = fixtures_dir();
+    if (path == nullptr || !*path || dir.empty()) return nullptr;
     auto m = std::make_unique<RealModel>();
     Status st = GgufFile::open(path, &m->file);
     if (!st.ok()) {
@@ -424,14 +446,9 @@ const RealModel* real_model() {
         return nullptr;
     }
     m->load_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    std::ifstream in(std::string(dir) + "/gemma3_tokenize.json", std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
-    JsonParser p{text};
-    m->fixture = p.value();
-    if (!p.ok || m->fixture.type != Json::Object) {
-        std::printf("cannot parse %s/gemma3_tokenize.json\n", dir);
+    m->fixture = read_json(dir + "/gemma3_tokenize.json");
+    if (m->fixture.type != Json::Object) {
+        std::printf("cannot parse %s/gemma3_tokenize.json\n", dir.c_str());
         return nullptr;
     }
     model = std::move(m);
@@ -440,7 +457,8 @@ const RealModel* real_model() {
 
 bool skip_without_model() {
     if (real_model() != nullptr) return false;
-    std::printf("skip: set HMLLM_TEST_MODEL and HMLLM_FIXTURES_DIR to compare with llama.cpp\n");
+    std::printf("skip: set HMLLM_TEST_MODEL (and HMLLM_FIXTURES_DIR outside the repository) "
+                "to compare with llama.cpp on Gemma 3\n");
     return true;
 }
 
@@ -758,5 +776,105 @@ TEST_CASE(gemma3_random_bytes_never_crash) {
         CHECK(!ids.empty());
         for (int32_t id : ids) CHECK(id >= 0 && id < m.tok.n_vocab());
         if (valid_utf8(s)) CHECK_EQ(concat_pieces(m.tok, Ids(ids.begin() + 1, ids.end())), s);
+    }
+}
+
+// ---- byte-level BPE against llama.cpp ----------------------------------------------------------
+
+// A reduced Qwen2 vocabulary (byte alphabet, its first 1500 merges, control tokens) is part of
+// the fixture, so this needs no download: the GGUF is rebuilt here exactly as the recording
+// script built it for llama.cpp, once per pre-tokenizer.
+TEST_CASE(bpe_reduced_qwen2_matches_llama_cpp) {
+    const std::string dir = fixtures_dir();
+    if (dir.empty()) {
+        std::printf("skip: set HMLLM_FIXTURES_DIR to tests/fixtures/llama_cpp\n");
+        return;
+    }
+    const Json fx = read_json(dir + "/bpe_reduced_tokenize.json");
+    CHECK(fx.type == Json::Object);
+    const Json& vocab = fx["vocab"];
+    std::vector<std::string> tokens, merges;
+    std::vector<int32_t> types;
+    for (const Json& t : vocab["tokens"].arr) tokens.push_back(t.str);
+    for (const Json& m : vocab["merges"].arr) merges.push_back(m.str);
+    for (const Json& t : vocab["token_type"].arr) types.push_back(static_cast<int32_t>(t.num));
+    std::vector<std::string> texts;
+    for (const Json& h : fx["texts_hex"].arr) texts.push_back(from_hex(h.str));
+    CHECK(texts.size() >= 80);
+    for (const Json& run : fx["runs"].arr) {
+        GgufBuilder g;
+        g.str("tokenizer.ggml.model", "gpt2");
+        g.str("tokenizer.ggml.pre", run["pre"].str);
+        g.str_array("tokenizer.ggml.tokens", tokens);
+        g.i32_array("tokenizer.ggml.token_type", types);
+        g.str_array("tokenizer.ggml.merges", merges);
+        if (vocab["bos"].num >= 0) g.u32("tokenizer.ggml.bos_token_id", uint32_t(vocab["bos"].num));
+        if (vocab["eos"].num >= 0) g.u32("tokenizer.ggml.eos_token_id", uint32_t(vocab["eos"].num));
+        auto l = load(g);
+        CHECK(l->status.ok());
+        CHECK_EQ(l->tok.add_bos(), run["add_bos"].b);
+        int matched = 0;
+        for (size_t i = 0; i < texts.size(); ++i) {
+            const Ids want = ids_of(run["cases"].arr[i]);
+            const Ids got = l->tok.encode(texts[i], false);
+            if (got == want) {
+                ++matched;
+            } else {
+                std::printf("mismatch (pre %s) on hex %s:\n  want %s\n  got  %s\n",
+                            run["pre"].str.c_str(), fx["texts_hex"].arr[i].str.c_str(),
+                            show(want).c_str(), show(got).c_str());
+            }
+        }
+        std::printf("reduced qwen2 vocab, pre %s: %d of %zu encodings match llama.cpp\n",
+                    run["pre"].str.c_str(), matched, texts.size());
+        CHECK_EQ(matched, static_cast<int>(texts.size()));
+    }
+}
+
+// llama.cpp's own full test vocabularies (models/ggml-vocab-*.gguf in its source tree; see
+// scripts/record_llama_reference.py), when HMLLM_VOCAB_DIR points at them.
+TEST_CASE(llama_cpp_test_vocabularies_match) {
+    const char* vocab_dir = std::getenv("HMLLM_VOCAB_DIR");
+    const std::string dir = fixtures_dir();
+    if (vocab_dir == nullptr || !*vocab_dir || dir.empty()) {
+        std::printf("skip: set HMLLM_VOCAB_DIR to llama.cpp's models/ directory\n");
+        return;
+    }
+    const Json fx = read_json(dir + "/llama_vocab_tokenize.json");
+    CHECK(fx.type == Json::Object);
+    for (const Json& v : fx["vocabs"].arr) {
+        GgufFile file;
+        Tokenizer tok;
+        const std::string path = std::string(vocab_dir) + "/" + v["file"].str;
+        Status st = GgufFile::open(path, &file);
+        if (!st.ok()) {
+            std::printf("skip %s: %s\n", v["file"].str.c_str(), st.message.c_str());
+            continue;
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        st = Tokenizer::load(file, &tok);
+        const double ms = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - t0).count();
+        CHECK(st.ok());
+        CHECK_EQ(tok.add_bos(), v["add_bos"].b);
+        CHECK_EQ(tok.bos_id(), static_cast<int32_t>(v["bos"].num));
+        int matched = 0;
+        int total = 0;
+        for (const Json& c : v["cases"].arr) {
+            const std::string text = from_hex(c["text_hex"].str);
+            const Ids want = ids_of(c["ids_no_bos"]);
+            const Ids got = tok.encode(text, false);
+            ++total;
+            if (got == want) {
+                ++matched;
+            } else {
+                std::printf("mismatch (%s) on hex %s:\n  want %s\n  got  %s\n",
+                            v["file"].str.c_str(), c["text_hex"].str.c_str(), show(want).c_str(),
+                            show(got).c_str());
+            }
+        }
+        std::printf("%s (load %.1f ms): %d of %d encodings match llama.cpp\n",
+                    v["file"].str.c_str(), ms, matched, total);
+        CHECK_EQ(matched, total);
     }
 }
