@@ -4,7 +4,6 @@
 #include "hmllm/tokenizer.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <queue>
 
@@ -556,11 +555,6 @@ Status Tokenizer::load(const GgufFile& gguf, Tokenizer* out) {
             t.byte_ids_[b] = id;
         }
     } else {
-        for (int b = 0; b < 256; ++b) {
-            std::string s;
-            append_utf8(byte_unicode().to_cp[b], &s);
-            t.byte_ids_[b] = t.token_id(s);
-        }
         GgufStringArray merges;
         if (!gguf.get_string_array("tokenizer.ggml.merges", &merges)) {
             return invalid("tokenizer.ggml.merges is missing (a gpt2 tokenizer needs its merges)");
@@ -833,7 +827,10 @@ void Tokenizer::split_words(std::string_view text, std::vector<std::string>* wor
     switch (pre_) {
         case PreTokenizer::Default:
             lengths = split_runs(cps, lengths, [](uint32_t c) {  // [\p{P}\$\+<=>\^~\|]+
-                if (c < 0x80) return c != '`' && std::ispunct(static_cast<int>(c)) != 0;
+                if (c < 0x80) {  // ASCII punctuation and symbols except '`' (no locale)
+                    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) ||
+                           (c >= 0x5B && c <= 0x5F) || (c >= 0x7B && c <= 0x7E);
+                }
                 return !is_whitespace(c) && char_class(c) == kPunct;
             });
             lengths = split_gpt2(cps, lengths);

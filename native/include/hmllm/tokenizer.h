@@ -9,7 +9,8 @@
 //
 // The tokenizer points into the model file's mapping instead of copying the vocabulary (262144
 // strings for Gemma 3, loaded on every app start): the GgufFile it was loaded from must stay
-// open, and mapped, for as long as the Tokenizer is used.
+// open, and mapped, for as long as the Tokenizer is used. encode() and piece() keep no state,
+// so one Tokenizer may serve several threads at once.
 #pragma once
 
 #include <cstddef>
@@ -77,23 +78,25 @@ private:
     void build_index();
     uint8_t attr(int32_t id) const { return attrs_[static_cast<size_t>(id)]; }
 
-    Kind kind_ = Kind::Spm;
-    PreTokenizer pre_ = PreTokenizer::None;
     struct TextRef {
         uint32_t offset;  // from base_
         uint32_t length;
     };
-    std::string_view text_of(size_t i) const { return {base_ + texts_[i].offset, texts_[i].length}; }
+    std::string_view text_of(size_t i) const {
+        return {base_ + texts_[i].offset, texts_[i].length};
+    }
 
+    Kind kind_ = Kind::Spm;
+    PreTokenizer pre_ = PreTokenizer::None;
     const char* base_ = nullptr;   // the model file's mapping
     std::vector<TextRef> texts_;   // each token's text, in the mapping
     std::vector<float> scores_;    // SPM merge priorities
-    std::vector<uint8_t> attrs_;   // TokenAttr bits (see tokenizer.cpp)
+    std::vector<uint8_t> attrs_;   // llama.cpp token attribute bits (kAttr* in tokenizer.cpp)
     // Open-addressing text -> id table: slot holds id + 1, 0 is empty. Built once per load.
     std::vector<int32_t> slots_;
     // Control, user-defined and unknown tokens, longest text first: matched in raw text first.
     std::vector<int32_t> specials_;
-    int32_t byte_ids_[256];        // token for each byte: <0xXX> (SPM) or its code point (BPE)
+    int32_t byte_ids_[256] = {};   // SPM byte fallback: the <0xXX> token of each byte, or -1
     // Byte-level BPE merges keyed by (left id, right id): open addressing, key 0 is empty.
     std::vector<uint64_t> merge_keys_;
     std::vector<int32_t> merge_ranks_;
