@@ -662,7 +662,7 @@ void Tokenizer::partition_special(std::string_view text, std::vector<Fragment>* 
             pairs[pair >> 6] |= 1ull << (pair & 63);
         }
     }
-    std::vector<Fragment> split;
+    std::vector<Fragment> next;
     for (int32_t id : specials_) {
         std::string_view tok = text_of(static_cast<size_t>(id));
         const unsigned a = static_cast<unsigned char>(tok[0]);
@@ -671,26 +671,37 @@ void Tokenizer::partition_special(std::string_view text, std::vector<Fragment>* 
             const unsigned pair = (a << 8) | static_cast<unsigned char>(tok[1]);
             if (!(pairs[pair >> 6] >> (pair & 63) & 1)) continue;
         }
-        for (size_t f = 0; f < fragments->size(); ++f) {
-            const Fragment frag = (*fragments)[f];
+        // Find the first raw fragment holding the token before copying anything.
+        size_t f = 0;
+        size_t match = std::string_view::npos;
+        for (; f < fragments->size(); ++f) {
+            const Fragment& frag = (*fragments)[f];
             if (frag.token >= 0 || frag.length < tok.size()) continue;
+            match = text.substr(frag.offset, frag.length).find(tok);
+            if (match != std::string_view::npos) break;
+        }
+        if (match == std::string_view::npos) continue;
+        // Rebuild the list in one pass: splitting in place would be quadratic in the number of
+        // fragments (text with thousands of newlines, each a Gemma special token).
+        next.assign(fragments->begin(), fragments->begin() + static_cast<std::ptrdiff_t>(f));
+        for (; f < fragments->size(); ++f) {
+            const Fragment frag = (*fragments)[f];
             std::string_view raw = text.substr(frag.offset, frag.length);
-            size_t match = raw.find(tok);
-            if (match == std::string_view::npos) continue;
-            split.clear();
+            if (frag.token < 0 && match == std::string_view::npos) match = raw.find(tok);
+            if (frag.token >= 0 || match == std::string_view::npos) {
+                next.push_back(frag);
+                continue;
+            }
             size_t pos = 0;
             while (match != std::string_view::npos) {
-                if (match > pos) split.push_back(Fragment{-1, frag.offset + pos, match - pos});
-                split.push_back(Fragment{id, frag.offset + match, tok.size()});
+                if (match > pos) next.push_back(Fragment{-1, frag.offset + pos, match - pos});
+                next.push_back(Fragment{id, frag.offset + match, tok.size()});
                 pos = match + tok.size();
                 match = raw.find(tok, pos);
             }
-            if (pos < raw.size()) split.push_back(Fragment{-1, frag.offset + pos, raw.size() - pos});
-            fragments->erase(fragments->begin() + static_cast<std::ptrdiff_t>(f));
-            fragments->insert(fragments->begin() + static_cast<std::ptrdiff_t>(f), split.begin(),
-                              split.end());
-            f += split.size() - 1;
+            if (pos < raw.size()) next.push_back(Fragment{-1, frag.offset + pos, raw.size() - pos});
         }
+        fragments->swap(next);
     }
 }
 
