@@ -543,6 +543,8 @@ Status Tokenizer::load(const GgufFile& gguf, Tokenizer* out) {
         return t.text_of(static_cast<size_t>(a)).size() > t.text_of(static_cast<size_t>(b)).size();
     });
 
+    t.build_special_trie();
+
     if (t.kind_ == Kind::Spm) {
         static const char* hex = "0123456789ABCDEF";
         for (int b = 0; b < 256; ++b) {
@@ -610,6 +612,33 @@ void Tokenizer::build_index() {
     }
 }
 
+void Tokenizer::build_special_trie() {
+    trie_.assign(1, TrieNode{});  // the root
+    for (size_t rank = 0; rank < specials_.size(); ++rank) {
+        int32_t node = 0;
+        for (char c : text_of(static_cast<size_t>(specials_[rank]))) {
+            const uint8_t b = static_cast<uint8_t>(c);
+            int32_t child = trie_[static_cast<size_t>(node)].first_child;
+            while (child >= 0 && trie_[static_cast<size_t>(child)].byte != b) {
+                child = trie_[static_cast<size_t>(child)].next_sibling;
+            }
+            if (child < 0) {
+                TrieNode fresh;
+                fresh.byte = b;
+                fresh.next_sibling = trie_[static_cast<size_t>(node)].first_child;
+                child = static_cast<int32_t>(trie_.size());
+                trie_.push_back(fresh);
+                trie_[static_cast<size_t>(node)].first_child = child;
+            }
+            node = child;
+        }
+        // Equal texts cannot happen (the index keeps one id per text), but keep the first.
+        if (trie_[static_cast<size_t>(node)].rank < 0) {
+            trie_[static_cast<size_t>(node)].rank = static_cast<int32_t>(rank);
+        }
+    }
+}
+
 int32_t Tokenizer::token_id(std::string_view text) const {
     if (slots_.empty() || text.empty()) return -1;
     const size_t mask = slots_.size() - 1;
@@ -650,27 +679,34 @@ bool Tokenizer::is_control(int32_t id) const {
 // at its leftmost occurrences. The order matters (Gemma has tokens for runs of 2..31 spaces).
 void Tokenizer::partition_special(std::string_view text, std::vector<Fragment>* fragments) const {
     fragments->assign(1, Fragment{-1, 0, text.size()});
-    // A token can only occur if its first two bytes do: one pass over the text rules out
-    // nearly all of the thousands of special tokens before any search.
-    std::vector<uint64_t> pairs(65536 / 64, 0);
-    uint64_t singles[4] = {0, 0, 0, 0};
+    if (trie_.empty()) return;
+    // Which special tokens occur at all: one walk down the trie from every position. Only
+    // those are then cut out, in llama.cpp's order.
+    std::vector<uint8_t> present(specials_.size(), 0);
+    bool any = false;
     for (size_t i = 0; i < text.size(); ++i) {
-        const unsigned a = static_cast<unsigned char>(text[i]);
-        singles[a >> 6] |= 1ull << (a & 63);
-        if (i + 1 < text.size()) {
-            const unsigned pair = (a << 8) | static_cast<unsigned char>(text[i + 1]);
-            pairs[pair >> 6] |= 1ull << (pair & 63);
+        int32_t node = 0;
+        for (size_t k = i; k < text.size(); ++k) {
+            const uint8_t b = static_cast<uint8_t>(text[k]);
+            int32_t child = trie_[static_cast<size_t>(node)].first_child;
+            while (child >= 0 && trie_[static_cast<size_t>(child)].byte != b) {
+                child = trie_[static_cast<size_t>(child)].next_sibling;
+            }
+            if (child < 0) break;
+            node = child;
+            if (trie_[static_cast<size_t>(node)].rank >= 0) {
+                present[static_cast<size_t>(trie_[static_cast<size_t>(node)].rank)] = 1;
+                any = true;
+            }
         }
     }
+    if (!any) return;
+
     std::vector<Fragment> next;
-    for (int32_t id : specials_) {
+    for (size_t rank = 0; rank < specials_.size(); ++rank) {
+        if (!present[rank]) continue;
+        const int32_t id = specials_[rank];
         std::string_view tok = text_of(static_cast<size_t>(id));
-        const unsigned a = static_cast<unsigned char>(tok[0]);
-        if (!(singles[a >> 6] >> (a & 63) & 1)) continue;
-        if (tok.size() > 1) {
-            const unsigned pair = (a << 8) | static_cast<unsigned char>(tok[1]);
-            if (!(pairs[pair >> 6] >> (pair & 63) & 1)) continue;
-        }
         // Find the first raw fragment holding the token before copying anything.
         size_t f = 0;
         size_t match = std::string_view::npos;

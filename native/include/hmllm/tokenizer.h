@@ -76,6 +76,7 @@ private:
     void split_words(std::string_view text, std::vector<std::string>* words) const;
     int32_t merge_rank(int32_t left, int32_t right) const;
     void build_index();
+    void build_special_trie();
     uint8_t attr(int32_t id) const { return attrs_[static_cast<size_t>(id)]; }
 
     struct TextRef {
@@ -96,6 +97,15 @@ private:
     std::vector<int32_t> slots_;
     // Control, user-defined and unknown tokens, longest text first: matched in raw text first.
     std::vector<int32_t> specials_;
+    // A byte trie over the special tokens' texts, so one scan of the text tells which of them
+    // occur (Gemma has 6414). Children are sibling lists; rank indexes specials_, -1 if none.
+    struct TrieNode {
+        int32_t first_child = -1;
+        int32_t next_sibling = -1;
+        int32_t rank = -1;
+        uint8_t byte = 0;
+    };
+    std::vector<TrieNode> trie_;
     int32_t byte_ids_[256] = {};   // SPM byte fallback: the <0xXX> token of each byte, or -1
     // Byte-level BPE merges keyed by (left id, right id): open addressing, key 0 is empty.
     std::vector<uint64_t> merge_keys_;
