@@ -538,7 +538,8 @@ Status Tokenizer::load(const GgufFile& gguf, Tokenizer* out) {
         }
     }
     // The same call llama.cpp makes, so tokens of equal length keep llama.cpp's order wherever
-    // both are built against the same standard library.
+    // both are built against the same standard library. (That order only matters when two
+    // equal-length specials can overlap in text; none do in Gemma 3, Qwen2 or Llama 3.)
     std::sort(t.specials_.begin(), t.specials_.end(), [&](int32_t a, int32_t b) {
         return t.text_of(static_cast<size_t>(a)).size() > t.text_of(static_cast<size_t>(b)).size();
     });
@@ -632,7 +633,7 @@ void Tokenizer::build_special_trie() {
             }
             node = child;
         }
-        // Equal texts cannot happen (the index keeps one id per text), but keep the first.
+        // Two specials with one text: the first in order takes every match, as in llama.cpp.
         if (trie_[static_cast<size_t>(node)].rank < 0) {
             trie_[static_cast<size_t>(node)].rank = static_cast<int32_t>(rank);
         }
