@@ -103,10 +103,12 @@ def build_cmd(ctx, target_flag, build_type_flag, as_json, verbose):
 @click.option("--target", "target_flag", help="host | linux-arm64 (ohos targets run on a device).")
 @click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates: cortex-a53 (no dotprod), cortex-a76, neoverse-n1, max (i8mm).")
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--model", "model_flag", type=click.Path(dir_okay=False, path_type=Path),
+              help="Model file for the tests that run a real model (default: the cached Gemma 3 270M, fetched on first use).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
 @click.pass_context
-def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, as_json, verbose):
+def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, as_json, verbose):
     """Build, then run the native (ctest) and NAPI (node:test) tests for a target."""
     from hmbuild.builder import build
     from hmbuild.runners import check_cpu, ensure_runnable, run_tests
@@ -115,8 +117,9 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, as_json, verbose):
     ensure_runnable(target)
     cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
     cpu = check_cpu(target, cpu)
+    model = _model_path(model_flag)
     result = build(project, target, build_type, verbose=verbose)
-    report = run_tests(project, target, result, cpu, verbose=verbose)
+    report = run_tests(project, target, result, cpu, verbose=verbose, model=model)
     for suite in report.suites:
         for failure in suite.failures:
             click.echo(f"FAILED {suite.name}: {failure}", err=True)
@@ -130,6 +133,71 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, as_json, verbose):
         click.echo(f"{report.passed} passed, {report.failed} failed")
     if report.failed:
         ctx.exit(1)
+
+
+def _model_path(flag: Path | None) -> Path:
+    from hmbuild.errors import HmbuildError
+    from hmbuild.models import fetch_model
+
+    if flag is None:
+        env = os.environ.get("HMBUILD_MODEL")
+        flag = Path(env) if env else None
+    if flag is None:
+        return fetch_model()
+    if not flag.is_file():
+        raise HmbuildError(f"Model file {flag} does not exist; pass an existing .gguf file or omit --model.")
+    return flag.resolve()
+
+
+@cli.command("run")
+@click.option("--target", "target_flag", help="host | linux-arm64 (runs under qemu-aarch64).")
+@click.option("--model", "model_flag", type=click.Path(dir_okay=False, path_type=Path),
+              help="GGUF model (default: HMBUILD_MODEL, else the cached Gemma 3 270M).")
+@click.option("--prompt", help="Prompt text, fed as-is after BOS.")
+@click.option("--tokens", help="Prompt as comma-separated token ids instead of text.")
+@click.option("--max-tokens", type=click.IntRange(1, 65536), default=32, show_default=True)
+@click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates (linux-arm64).")
+@click.option("--threads", type=click.IntRange(0, 256), default=0, help="0: the number of big cores.")
+@click.option("--temperature", type=click.FloatRange(0, 100), default=0.0, help="0: greedy.")
+@click.option("--top-k", type=click.IntRange(0), default=40, show_default=True)
+@click.option("--top-p", type=click.FloatRange(0, 1), default=0.95, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.option("--ctx", "ctx_size", type=click.IntRange(16, 1 << 20), default=2048, show_default=True,
+              help="Context size in tokens.")
+@click.option("--kv", type=click.Choice(["f16", "q8_0"]), default="f16", show_default=True, help="KV cache type.")
+@click.option("--kernels", help="Force a kernel set: scalar, avx2, neon, neon-dotprod, neon-i8mm.")
+@click.option("--logits-out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the float32 logits the last token was sampled from.")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, threads, temperature, top_k, top_p, seed,
+            ctx_size, kv, kernels, logits_out, build_type_flag, as_json):
+    """Run a prompt through the project's library on a target, building it first if needed."""
+    from hmbuild.builder import build
+    from hmbuild.errors import HmbuildError
+    from hmbuild.runners import check_cpu, ensure_runnable, run_model
+
+    if (prompt is None) == (tokens is None):
+        raise HmbuildError("Give exactly one of --prompt TEXT and --tokens IDS.")
+    project, target, build_type = _resolve(ctx, target_flag, build_type_flag)
+    ensure_runnable(target)
+    cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
+    cpu = check_cpu(target, cpu)
+    model = _model_path(model_flag)
+    result = build(project, target, build_type)
+    args = ["--prompt", prompt] if prompt is not None else ["--tokens", tokens]
+    args += ["--max-tokens", str(max_tokens), "--threads", str(threads), "--temperature", str(temperature),
+             "--top-k", str(top_k), "--top-p", str(top_p), "--seed", str(seed), "--kv", kv, "--ctx", str(ctx_size)]
+    if kernels:
+        args += ["--kernels", kernels]
+    if logits_out:
+        args += ["--logits-out", str(logits_out.resolve())]
+    _, out = run_model(project, target, result, model, args, cpu, as_json)
+    if as_json:
+        data = json.loads(out)
+        data.update({"target": target.name, "cpu": cpu, "model": str(model)})
+        _emit_json(data)
 
 
 @cli.command()

@@ -76,10 +76,14 @@ def check_cpu(target: Target, cpu: str | None) -> str | None:
     return cpu
 
 
-def _test_env(target: Target, library: Path, cpu: str | None) -> dict[str, str]:
+def _test_env(target: Target, library: Path | None, cpu: str | None, model: Path | None = None) -> dict[str, str]:
     env = tool_env()
-    env["HMBUILD_LIBRARY"] = str(library)
+    if library:
+        env["HMBUILD_LIBRARY"] = str(library)
     env["HMBUILD_TARGET"] = target.name
+    if model:
+        # The real model for tests whose behaviour depends on text (native tests read HMLLM_*).
+        env["HMBUILD_TEST_MODEL"] = env["HMLLM_TEST_MODEL"] = str(model)
     if target.emulated:
         # qemu-user reads its CPU and library prefix from the environment, which also reaches
         # qemu processes that ctest starts.
@@ -190,11 +194,35 @@ def ensure_runnable(target: Target) -> None:
 
 
 def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None,
-              verbose: bool = False) -> TestReport:
+              verbose: bool = False, model: Path | None = None) -> TestReport:
     ensure_runnable(target)
     cpu = check_cpu(target, cpu)
-    env = _test_env(target, build.library, cpu)
+    env = _test_env(target, build.library, cpu, model)
     print(f"hmbuild: ctest in {build.build_dir}" + (f" (qemu -cpu {cpu})" if cpu else ""), file=sys.stderr)
     suites = [run_ctest(build, env, verbose)]
     suites += run_node_tests(project, target, env, verbose)
     return TestReport(target=target.name, cpu=cpu, suites=suites)
+
+
+def run_model(project: Project, target: Target, build: BuildResult, model: Path, args: list[str],
+              cpu: str | None, json_output: bool) -> tuple[int, str]:
+    """Runs the project's hmllm_run tool on the target (under qemu for linux-arm64). Without JSON
+    the generated text streams straight to our stdout; with JSON its one object is returned."""
+    ensure_runnable(target)
+    cpu = check_cpu(target, cpu)
+    tool = build.build_dir / "hmllm" / "hmllm_run"
+    if not tool.is_file():
+        raise HmbuildError(f"{tool} was not built; rebuild with `hmbuild build --target {target.name}`.")
+    if not Path(model).is_file():
+        raise HmbuildError(f"Model file {model} does not exist; fetch the test model with `hmbuild fetch-model`.")
+    cmd = [*target.runner, str(tool), "--model", str(model), *args] + (["--json"] if json_output else [])
+    env = _test_env(target, None, cpu)
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE if json_output else None, stderr=subprocess.PIPE,
+                          text=True, errors="replace")
+    if proc.returncode != 0:
+        lines = [l for l in (proc.stderr or "").splitlines() if l.startswith("hmllm_run:")]
+        reason = lines[-1].removeprefix("hmllm_run: ") if lines else f"exit status {proc.returncode}"
+        raise HmbuildError(f"Running the model failed: {reason}.")
+    if not json_output and proc.stderr:
+        sys.stderr.write(proc.stderr)
+    return proc.returncode, proc.stdout or ""

@@ -64,6 +64,39 @@ bool get_session_id(napi_env env, napi_value v, int64_t* id) {
     return true;
 }
 
+// Reads options.<name> when present: an integer in [lo, hi]. Throws and returns false otherwise.
+bool get_int_option(napi_env env, napi_value options, const char* name, int32_t lo, int32_t hi, int32_t* out) {
+    bool has = false;
+    napi_has_named_property(env, options, name, &has);
+    if (!has) return true;
+    napi_value v;
+    napi_get_named_property(env, options, name, &v);
+    napi_valuetype t;
+    napi_typeof(env, v, &t);
+    if (t == napi_undefined) return true;
+    double d = 0;
+    if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d != static_cast<double>(static_cast<int64_t>(d)) ||
+        d < lo || d > hi) {
+        throw_type_error(env, std::string("options.") + name + " must be an integer from " + std::to_string(lo) + " to " +
+                                  std::to_string(hi));
+        return false;
+    }
+    *out = static_cast<int32_t>(d);
+    return true;
+}
+
+// An optional options argument: undefined or an object; anything else throws.
+bool get_options_object(napi_env env, napi_value v, const char* where, bool* present) {
+    napi_valuetype t;
+    napi_typeof(env, v, &t);
+    *present = t == napi_object;
+    if (t != napi_undefined && t != napi_object) {
+        throw_type_error(env, std::string(where) + ": options must be an object");
+        return false;
+    }
+    return true;
+}
+
 std::shared_ptr<Slot> find_slot(int64_t id) {
     std::lock_guard<std::mutex> lock(g_registry_mu);
     auto it = g_sessions.find(id);
@@ -77,6 +110,7 @@ struct InferJob {
     const char* input = nullptr;
     size_t input_len = 0;
     std::shared_ptr<Slot> slot;
+    hmllm::InferRequest request;
     hmllm::Status status;
     std::string* output = nullptr;  // handed to the result ArrayBuffer's finalizer
 };
@@ -88,8 +122,9 @@ void infer_execute(napi_env, void* data) {
         job->status = hmllm::Status::error(hmllm::ErrorCode::InvalidArgument, "the session was released");
         return;
     }
-    job->output = new std::string();
-    job->status = job->slot->session->infer(std::string_view(job->input, job->input_len), job->output);
+    hmllm::InferResult result;
+    job->status = job->slot->session->generate(std::string_view(job->input, job->input_len), job->request, &result);
+    if (job->status.ok()) job->output = new std::string(std::move(result.text));
 }
 
 void free_output(napi_env, void*, void* hint) { delete static_cast<std::string*>(hint); }
@@ -104,7 +139,7 @@ void infer_complete(napi_env env, napi_status status, void* data) {
         const char* code = job->slot->session && job->slot->session->released() ? "RELEASED" : js_code_for(job->status);
         napi_reject_deferred(env, job->deferred, make_error(env, code, job->status.message));
     } else {
-        std::string* out = job->output;
+        std::string* out = job->output ? job->output : new std::string();
         job->output = nullptr;
         // Zero copy out: the ArrayBuffer views the string, freed by its finalizer. Runtimes that
         // forbid external buffers get a copy instead.
@@ -139,27 +174,14 @@ napi_value Init(napi_env env, napi_callback_info info) {
     std::string path(len, '\0');
     napi_get_value_string_utf8(env, argv[0], path.data(), len + 1, &len);
     hmllm::SessionOptions options;
-    if (argc >= 2) {
-        napi_typeof(env, argv[1], &t);
-        if (t != napi_undefined && t != napi_object) {
-            throw_type_error(env, "init(modelPath, options?): options must be an object");
-            return nullptr;
-        }
-        if (t == napi_object) {
-            bool has = false;
-            napi_has_named_property(env, argv[1], "threads", &has);
-            if (has) {
-                napi_value v;
-                napi_get_named_property(env, argv[1], "threads", &v);
-                int32_t threads = -1;
-                napi_typeof(env, v, &t);
-                if (t != napi_number || napi_get_value_int32(env, v, &threads) != napi_ok || threads < 0 || threads > 64) {
-                    throw_type_error(env, "options.threads must be an integer from 0 to 64");
-                    return nullptr;
-                }
-                options.threads = threads;
-            }
-        }
+    bool has_options = false;
+    if (argc >= 2 && !get_options_object(env, argv[1], "init(modelPath, options?)", &has_options)) return nullptr;
+    if (has_options) {
+        int32_t threads = options.threads, ctx = options.context_size;
+        if (!get_int_option(env, argv[1], "threads", 0, 64, &threads)) return nullptr;
+        if (!get_int_option(env, argv[1], "contextSize", 16, 1 << 17, &ctx)) return nullptr;
+        options.threads = threads;
+        options.context_size = ctx;
     }
     std::unique_ptr<hmllm::Session> session;
     hmllm::Status st = hmllm::Session::open(path, options, &session);
@@ -181,9 +203,9 @@ napi_value Init(napi_env env, napi_callback_info info) {
 }
 
 napi_value InferAsync(napi_env env, napi_callback_info info) {
-    napi_value argv[2];
+    napi_value argv[3];
     size_t argc;
-    if (!get_args(env, info, 2, argv, &argc)) return nullptr;
+    if (!get_args(env, info, 3, argv, &argc)) return nullptr;
     if (argc < 2) {
         throw_type_error(env, "inferAsync(session, input): both arguments are required");
         return nullptr;
@@ -202,6 +224,9 @@ napi_value InferAsync(napi_env env, napi_callback_info info) {
         return nullptr;
     }
     auto job = std::make_unique<InferJob>();
+    bool has_options = false;
+    if (argc >= 3 && !get_options_object(env, argv[2], "inferAsync(session, input, options?)", &has_options)) return nullptr;
+    if (has_options && !get_int_option(env, argv[2], "maxTokens", 1, 1 << 16, &job->request.max_tokens)) return nullptr;
     void* bytes = nullptr;
     napi_get_arraybuffer_info(env, argv[1], &bytes, &job->input_len);  // read in place, no copy
     job->input = static_cast<const char*>(bytes);

@@ -11,7 +11,7 @@
 namespace hmllm_napi {
 
 napi_value Init(napi_env env, napi_callback_info info);        // init(modelPath, options?) -> id
-napi_value InferAsync(napi_env env, napi_callback_info info);  // inferAsync(id, ArrayBuffer) -> Promise<ArrayBuffer>
+napi_value InferAsync(napi_env env, napi_callback_info info);  // inferAsync(id, ArrayBuffer, options?) -> Promise<ArrayBuffer>
 napi_value Release(napi_env env, napi_callback_info info);     // release(id)
 
 }  // namespace hmllm_napi

@@ -1,42 +1,74 @@
-// A loaded model and what one app-facing session needs around it. The NAPI layer (napi/) and
-// the native tests use only this header; the inference engine plugs in behind infer().
+// A loaded model and what one app-facing session needs around it: the mapping, the tokenizer
+// and the engine. The NAPI layer (napi/), the command-line tools and the native tests use only
+// this header.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "hmllm/engine.h"
 #include "hmllm/gguf_reader.h"
+#include "hmllm/model.h"
 #include "hmllm/status.h"
+#include "hmllm/tokenizer.h"
 
 namespace hmllm {
 
 struct SessionOptions {
-    int threads = 0;  // 0: the number of big cores (decided by the engine)
+    int threads = 0;            // 0: the number of big cores (4 when unknown)
+    int context_size = 2048;    // tokens; bounded by the model's training context
+    KvType kv_type = KvType::F16;
+    uint64_t memory_budget_bytes = 0;  // 0: no limit
+};
+
+struct InferRequest {
+    int max_tokens = 128;
+    SamplingOptions sampling;
+    // Each piece of text as it is decoded (whole UTF-8 characters only); return false to stop.
+    std::function<bool(const std::string&)> on_piece;
+};
+
+struct InferResult {
+    std::string text;
+    std::vector<int32_t> prompt_tokens;
+    GenerateResult generation;
 };
 
 class Session {
 public:
-    // Maps and validates the model; the weights stay views into the read-only mapping.
+    // Maps and validates the model, builds the tokenizer and the engine; refuses a configuration
+    // over the memory budget before allocating. The weights stay views into the mapping.
     static Status open(const std::string& model_path, const SessionOptions& options,
                        std::unique_ptr<Session>* out);
 
-    // Runs one request. Until the engine lands (issue 3) this echoes the input bytes: it proves
-    // the request path (worker thread, zero-copy buffers, result ownership), not generation.
-    Status infer(std::string_view input, std::string* output);
+    // Prompt text fed as-is after BOS; generation until end-of-generation or max_tokens.
+    Status generate(std::string_view prompt, const InferRequest& request, InferResult* result);
+    // The same with prompt token ids instead of text (evaluation, tests with tiny vocabularies).
+    Status generate_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result);
 
-    // Unmaps the model now; idempotent. Any later infer() fails with InvalidArgument.
+    // Frees the engine and unmaps the model now; idempotent. Any later request fails.
     void release();
     bool released() const { return released_; }
 
     const GgufFile& model() const { return model_; }
+    const Tokenizer& tokenizer() const { return tokenizer_; }
+    Engine& engine() { return *engine_; }
     const SessionOptions& options() const { return options_; }
 
 private:
     Session() = default;
     GgufFile model_;
+    Tokenizer tokenizer_;
+    ModelConfig config_;
+    ModelWeights weights_;
+    std::unique_ptr<Engine> engine_;
     SessionOptions options_;
     bool released_ = false;
 };
+
+int default_thread_count();
 
 }  // namespace hmllm

@@ -27,11 +27,14 @@ ActKind activation_kind(uint32_t weight_type) {
 namespace {
 
 // Symmetric int8 over `n` values: scale amax/127, round half to even.
+// Rounds the activations exactly as ggml does (its Q8_0 keeps the scale as fp16; its Q8_K scale
+// is 1 / (127 / amax)), so logits agree with llama.cpp's to within summation order and greedy
+// decoding follows the same path through near-ties.
 float quantize_block(const float* x, int n, int8_t* q) {
     float amax = 0.0f;
     for (int i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f;
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const float d = n == kQK ? fp16_to_fp32(fp32_to_fp16(amax / 127.0f)) : (amax > 0.0f ? 1.0f / id : 0.0f);
     for (int i = 0; i < n; ++i) {
         const float v = std::nearbyint(x[i] * id);
         q[i] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, v)));
@@ -176,19 +179,34 @@ void deq_q6_k(const uint8_t* w, int64_t n, float* y) {
     }
 }
 
-// ---- dots
+// ---- dots, in the canonical order of kernel_table.h
 
-float dot_f32(const uint8_t* w, const ActRow& a, int64_t n) {
-    const float* x = reinterpret_cast<const float*>(w);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n; ++i) acc += x[i] * a.f[i];
+// F32 / F16: 16 partial sums over i mod 16, halved 16 -> 8 -> 4 -> 2 -> 1, then the tail.
+template <class Load>
+float dot_float(Load w, const float* x, int64_t n) {
+    float p[16] = {};
+    const int64_t n16 = n - n % 16;
+    for (int64_t i = 0; i < n16; i += 16)
+        for (int k = 0; k < 16; ++k) p[k] = std::fma(w(i + k), x[i + k], p[k]);
+    for (int k = 0; k < 8; ++k) p[k] = p[k] + p[k + 8];
+    for (int k = 0; k < 4; ++k) p[k] = p[k] + p[k + 4];
+    float acc = (p[0] + p[2]) + (p[1] + p[3]);
+    for (int64_t i = n16; i < n; ++i) acc = std::fma(w(i), x[i], acc);
     return acc;
 }
 
+float dot_f32(const uint8_t* w, const ActRow& a, int64_t n) {
+    const float* x = reinterpret_cast<const float*>(w);
+    return dot_float([x](int64_t i) { return x[i]; }, a.f, n);
+}
+
 float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n; ++i) acc += fp16_to_fp32(load_u16(w + 2 * i)) * a.f[i];
-    return acc;
+    return dot_float([w](int64_t i) { return fp16_to_fp32(load_u16(w + 2 * i)); }, a.f, n);
+}
+
+// The 32-block step: acc = fma((float)isum, d_w * d_a, acc).
+inline float block_step(float acc, int isum, uint16_t dw, float da) {
+    return std::fma(static_cast<float>(isum), fp16_to_fp32(dw) * da, acc);
 }
 
 float dot_q4_0(const uint8_t* w, const ActRow& a, int64_t n) {
@@ -199,7 +217,7 @@ float dot_q4_0(const uint8_t* w, const ActRow& a, int64_t n) {
         int isum = 0;
         for (int j = 0; j < 16; ++j)
             isum += ((b[i].qs[j] & 0xF) - 8) * q[j] + ((b[i].qs[j] >> 4) - 8) * q[j + 16];
-        acc += static_cast<float>(isum) * (fp16_to_fp32(b[i].d) * a.d[i]);
+        acc = block_step(acc, isum, b[i].d, a.d[i]);
     }
     return acc;
 }
@@ -211,7 +229,7 @@ float dot_q5_0(const uint8_t* w, const ActRow& a, int64_t n) {
         const int8_t* q = a.q + kQK * i;
         int isum = 0;
         for (int e = 0; e < 32; ++e) isum += q5_value(b[i], e) * q[e];
-        acc += static_cast<float>(isum) * (fp16_to_fp32(b[i].d) * a.d[i]);
+        acc = block_step(acc, isum, b[i].d, a.d[i]);
     }
     return acc;
 }
@@ -232,7 +250,8 @@ float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
             msum += m * (bs[2 * j] + bs[2 * j + 1]);
         }
         const float da = a.d[i];
-        acc += fp16_to_fp32(b[i].d) * da * isum - fp16_to_fp32(b[i].dmin) * da * msum;
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * da, acc);
+        acc = std::fma(static_cast<float>(msum), -(fp16_to_fp32(b[i].dmin) * da), acc);
     }
     return acc;
 }
@@ -248,7 +267,7 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
             for (int l = 0; l < 16; ++l) s += q6k_quant(b[i], 16 * j + l) * q[16 * j + l];
             isum += b[i].scales[j] * s;
         }
-        acc += fp16_to_fp32(b[i].d) * a.d[i] * isum;
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * a.d[i], acc);
     }
     return acc;
 }
@@ -267,7 +286,7 @@ float dot_q8_0_ref(const uint8_t* w, const ActRow& a, int64_t n) {
         const int8_t* q = a.q + kQK * i;
         int isum = 0;
         for (int j = 0; j < 32; ++j) isum += b[i].qs[j] * q[j];
-        acc += static_cast<float>(isum) * (fp16_to_fp32(b[i].d) * a.d[i]);
+        acc = block_step(acc, isum, b[i].d, a.d[i]);
     }
     return acc;
 }
@@ -277,8 +296,6 @@ void dot4_hm_ref(const uint8_t* tile, const ActRow& a, int64_t n, int group, flo
     const int64_t tgb = hm_tile_group_bytes(group);
     for (int64_t k = 0; k < n / group; ++k) {
         const uint8_t* p = tile + k * tgb;
-        float ws[4];
-        for (int r = 0; r < 4; ++r) ws[r] = fp16_to_fp32(load_u16(p + 2 * r));
         for (int c = 0; c < group / 32; ++c) {
             const int64_t blk = (k * group) / 32 + c;
             const int8_t* q = a.q + 32 * blk;
@@ -289,7 +306,7 @@ void dot4_hm_ref(const uint8_t* tile, const ActRow& a, int64_t n, int group, flo
                 isum[r] += (nib[j] & 0xF) * q[4 * i + e] + (nib[j] >> 4) * q[16 + 4 * i + e];
             }
             for (int r = 0; r < 4; ++r)
-                out[r] += static_cast<float>(isum[r] - 8 * a.s[blk]) * (ws[r] * a.d[blk]);
+                out[r] = block_step(out[r], isum[r] - 8 * a.s[blk], load_u16(p + 2 * r), a.d[blk]);
         }
     }
 }

@@ -1,0 +1,352 @@
+#include "hmllm/engine.h"
+
+#include "hmllm/fp16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace hmllm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void rmsnorm(const float* x, const float* w, int n, float eps, float* out) {
+    double ss = 0;
+    for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+    const float scale = 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
+    for (int i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+}
+
+// Transcendentals go through the double-precision libm and round once to float: float libm
+// functions differ by an ulp between glibc builds (x86_64 has FMA variants) and musl, the double
+// ones round to the same float, so a phone and the CI host compute the same values.
+float exp_f(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
+float tanh_f(float x) { return static_cast<float>(std::tanh(static_cast<double>(x))); }
+
+float gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanh_f(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
+}
+
+// GELU through a 64K table indexed by the fp16 bits of x, as ggml computes it: faster than tanh
+// per element, and rounded the way llama.cpp rounds it.
+float gelu_table(float x) {
+    static const std::vector<uint16_t> table = [] {
+        std::vector<uint16_t> t(65536);
+        for (uint32_t i = 0; i < 65536; ++i) t[i] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(static_cast<uint16_t>(i))));
+        return t;
+    }();
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return fp16_to_fp32(table[fp32_to_fp16(x)]);
+}
+
+float silu(float x) { return x / (1.0f + exp_f(-x)); }
+
+// cos/sin of the rotary angles pos * base^(-2i/d) of one position, with the angle advanced by
+// repeated multiplication in float as ggml does.
+void rope_angles(int pos, float base, int head_dim, std::vector<float>* cs) {
+    const int half = head_dim / 2;
+    cs->resize(size_t(head_dim));
+    const float step = static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(-2.0f / head_dim)));
+    float theta = static_cast<float>(pos);
+    for (int i = 0; i < half; ++i) {
+        (*cs)[size_t(2 * i)] = static_cast<float>(std::cos(static_cast<double>(theta)));
+        (*cs)[size_t(2 * i + 1)] = static_cast<float>(std::sin(static_cast<double>(theta)));
+        theta *= step;
+    }
+}
+
+// Rotary position embedding of one head in place. neox rotates (i, i + d/2) pairs, the
+// original llama layout adjacent (2i, 2i + 1) pairs.
+void rope(float* x, int head_dim, const std::vector<float>& cs, bool neox) {
+    const int half = head_dim / 2;
+    for (int i = 0; i < half; ++i) {
+        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
+        const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        const float x0 = x[a], x1 = x[b];
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+    }
+}
+
+std::string mb(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+    return buf;
+}
+
+}  // namespace
+
+const char* stop_reason_name(StopReason r) {
+    switch (r) {
+        case StopReason::EndOfGeneration: return "eos";
+        case StopReason::MaxTokens: return "max_tokens";
+        case StopReason::Callback: return "stopped";
+        case StopReason::ContextFull: return "context_full";
+    }
+    return "?";
+}
+
+double GenerateResult::prefill_tps() const {
+    return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0;
+}
+double GenerateResult::decode_tps() const {
+    // The first token comes out of the prefill; decode speed counts the ones after it.
+    return decode_ms > 0 && tokens.size() > 1 ? (tokens.size() - 1) * 1000.0 / decode_ms : 0;
+}
+
+std::string MemoryPlan::describe() const {
+    return "weights " + mb(weights) + " + KV cache " + mb(kv_cache) + " + scratch " + mb(scratch) + " = " + mb(total());
+}
+
+MemoryPlan plan_memory(const ModelConfig& c, const ModelWeights& w, const EngineOptions& o) {
+    MemoryPlan p;
+    p.weights = w.weight_bytes;
+    const int kv_dim = c.n_kv_heads * c.head_dim;
+    p.kv_cache = KvCache::bytes_for(c.n_layers, o.context_size, kv_dim, o.kv_type);
+    const uint64_t q_dim = uint64_t(c.n_heads) * c.head_dim;
+    const uint64_t per_token = 3ull * c.d_model + 2 * q_dim + 2ull * kv_dim + 2ull * c.d_ff;
+    // floats per batch row, the quantized activations (<= 1.25 bytes per float), logits and
+    // one attention score row per thread.
+    p.scratch = (per_token * o.max_batch * 4) + per_token * o.max_batch * 2 + uint64_t(c.n_vocab) * 4 +
+                uint64_t(o.threads) * o.context_size * 4;
+    return p;
+}
+
+Status Engine::create(const ModelConfig& cfg, const ModelWeights& w, const EngineOptions& options,
+                      std::unique_ptr<Engine>* out) {
+    EngineOptions o = options;
+    if (o.threads < 1) o.threads = 1;
+    if (o.context_size < 1) return Status::error(ErrorCode::InvalidArgument, "the context size must be at least 1 token");
+    if (o.context_size > cfg.ctx_train) o.context_size = cfg.ctx_train;
+    if (o.max_batch < 1) o.max_batch = 1;
+    if (o.kv_type == KvType::Q8_0 && cfg.head_dim % 32 != 0)
+        return Status::error(ErrorCode::InvalidArgument, "an 8-bit KV cache needs a head size that is a multiple of 32");
+    MemoryPlan plan = plan_memory(cfg, w, o);
+    if (o.memory_budget_bytes && plan.total() > o.memory_budget_bytes)
+        return Status::error(ErrorCode::OutOfMemory, "this configuration needs " + plan.describe() +
+                                                         ", over the budget of " + mb(o.memory_budget_bytes) +
+                                                         "; use a shorter context, an 8-bit KV cache or a smaller model");
+    std::unique_ptr<Engine> e(new Engine());
+    e->cfg_ = cfg;
+    e->w_ = w;
+    e->opt_ = o;
+    e->plan_ = plan;
+    const int kv_dim = cfg.n_kv_heads * cfg.head_dim, q_dim = cfg.n_heads * cfg.head_dim;
+    try {
+        e->kv_.init(cfg.n_layers, o.context_size, kv_dim, cfg.head_dim, o.kv_type);
+        const size_t b = size_t(o.max_batch);
+        e->x_.resize(b * cfg.d_model);
+        e->xn_.resize(b * std::max(cfg.d_model, cfg.d_ff));
+        e->q_.resize(b * q_dim);
+        e->k_.resize(b * kv_dim);
+        e->v_.resize(b * kv_dim);
+        e->att_.resize(b * q_dim);
+        e->o_.resize(b * cfg.d_model);
+        e->gate_.resize(b * cfg.d_ff);
+        e->up_.resize(b * cfg.d_ff);
+        e->logits_.resize(size_t(cfg.n_vocab));
+    } catch (const std::bad_alloc&) {
+        return Status::error(ErrorCode::OutOfMemory, "could not allocate " + plan.describe());
+    }
+    e->pool_ = std::make_unique<ThreadPool>(o.threads);
+    *out = std::move(e);
+    return Status{};
+}
+
+void Engine::matmul(const MatView& w, const float* x, int n, float* y) {
+    act_.quantize(w.type, x, w.n_cols, n);
+    // Many more chunks than threads, so faster cores take more of them.
+    const int64_t gran = row_granularity(w.type);
+    const int64_t want_chunks = int64_t(pool_->size()) * 8;
+    int64_t rows_per_chunk = (w.n_rows + want_chunks - 1) / want_chunks;
+    rows_per_chunk = std::max(gran, std::min<int64_t>((rows_per_chunk + gran - 1) / gran * gran, 512));
+    const int64_t n_chunks = (w.n_rows + rows_per_chunk - 1) / rows_per_chunk;
+    const Activations& act = act_;
+    pool_->parallel_for(n_chunks, [&](int64_t c) {
+        const int64_t r0 = c * rows_per_chunk, r1 = std::min(w.n_rows, r0 + rows_per_chunk);
+        hmllm::matmul(w, act, y, w.n_rows, r0, r1);
+    });
+}
+
+// Causal attention for the n new tokens at positions [pos, pos + n) over the cache, one task per
+// (token, head). Sliding-window layers see only the last `sliding_window` positions.
+void Engine::attention(int layer, int n, int pos, const float* q, float* out) {
+    const int hd = cfg_.head_dim, n_heads = cfg_.n_heads, group = cfg_.n_heads / cfg_.n_kv_heads;
+    const int q_dim = n_heads * hd;
+    const bool sliding = w_.layers[layer].sliding && cfg_.sliding_window > 0;
+    pool_->parallel_for(int64_t(n) * n_heads, [&](int64_t task) {
+        thread_local std::vector<float> scores;
+        const int t = static_cast<int>(task / n_heads), h = static_cast<int>(task % n_heads);
+        const int p = pos + t;
+        const int start = sliding ? std::max(0, p - cfg_.sliding_window + 1) : 0;
+        const int kv_off = (h / group) * hd;
+        const float* qh = q + size_t(t) * q_dim + size_t(h) * hd;
+        float* oh = out + size_t(t) * q_dim + size_t(h) * hd;
+        scores.resize(size_t(p - start + 1));
+        float max_s = -INFINITY;
+        for (int j = start; j <= p; ++j) {
+            const float s = kv_.dot_k(layer, j, kv_off, qh);
+            scores[j - start] = s;
+            max_s = std::max(max_s, s);
+        }
+        double total = 0;
+        for (auto& s : scores) {
+            s = exp_f(s - max_s);
+            total += s;
+        }
+        std::fill(oh, oh + hd, 0.0f);
+        const float inv = static_cast<float>(1.0 / total);
+        for (int j = start; j <= p; ++j) kv_.add_v(layer, j, kv_off, scores[j - start] * inv, oh);
+    });
+}
+
+Status Engine::forward(const int32_t* tokens, int n_total, int pos0, bool all_logits) {
+    if (pos0 < 0 || n_total < 1 || pos0 + n_total > kv_.n_ctx())
+        return Status::error(ErrorCode::InvalidArgument, "the request does not fit the context of " +
+                                                             std::to_string(kv_.n_ctx()) + " tokens");
+    for (int i = 0; i < n_total; ++i)
+        if (tokens[i] < 0 || tokens[i] >= cfg_.n_vocab)
+            return Status::error(ErrorCode::InvalidArgument, "token id " + std::to_string(tokens[i]) + " is outside the vocabulary");
+    const int d = cfg_.d_model, hd = cfg_.head_dim, q_dim = cfg_.n_heads * hd, kv_dim = cfg_.n_kv_heads * hd;
+    if (all_logits) logits_.resize(size_t(n_total) * cfg_.n_vocab);
+    else logits_.resize(size_t(cfg_.n_vocab));
+    cached_.resize(std::min<size_t>(cached_.size(), size_t(pos0)));
+
+    for (int done = 0; done < n_total;) {
+        const int n = std::min(opt_.max_batch, n_total - done);
+        const int pos = pos0 + done;
+        for (int t = 0; t < n; ++t) {
+            float* x = &x_[size_t(t) * d];
+            dequantize_row(w_.tok_embd, tokens[done + t], x);
+            if (cfg_.embed_scale != 1.0f)
+                for (int i = 0; i < d; ++i) x[i] *= cfg_.embed_scale;
+        }
+        for (int il = 0; il < cfg_.n_layers; ++il) {
+            const LayerWeights& L = w_.layers[il];
+            for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * d], L.attn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
+            matmul(L.wq, xn_.data(), n, q_.data());
+            matmul(L.wk, xn_.data(), n, k_.data());
+            matmul(L.wv, xn_.data(), n, v_.data());
+            const float base = L.sliding ? cfg_.rope_base_local : cfg_.rope_base;
+            std::vector<float>& cs = rope_cs_;
+            for (int t = 0; t < n; ++t) {
+                rope_angles(pos + t, base, hd, &cs);
+                float* q = &q_[size_t(t) * q_dim];
+                float* k = &k_[size_t(t) * kv_dim];
+                float* v = &v_[size_t(t) * kv_dim];
+                if (L.bq) {
+                    for (int i = 0; i < q_dim; ++i) q[i] += L.bq[i];
+                    for (int i = 0; i < kv_dim; ++i) k[i] += L.bk[i];
+                    for (int i = 0; i < kv_dim; ++i) v[i] += L.bv[i];
+                }
+                for (int h = 0; h < cfg_.n_heads; ++h) {
+                    float* qh = q + size_t(h) * hd;
+                    if (L.q_norm) rmsnorm(qh, L.q_norm, hd, cfg_.rms_eps, qh);
+                    rope(qh, hd, cs, cfg_.rope_neox);
+                    for (int i = 0; i < hd; ++i) qh[i] *= cfg_.attn_scale;
+                }
+                for (int h = 0; h < cfg_.n_kv_heads; ++h) {
+                    float* kh = k + size_t(h) * hd;
+                    if (L.k_norm) rmsnorm(kh, L.k_norm, hd, cfg_.rms_eps, kh);
+                    rope(kh, hd, cs, cfg_.rope_neox);
+                }
+                kv_.store(il, pos + t, k, v);
+            }
+            attention(il, n, pos, q_.data(), att_.data());
+            matmul(L.wo, att_.data(), n, o_.data());
+            for (int t = 0; t < n; ++t) {
+                float* o = &o_[size_t(t) * d];
+                if (L.post_attn_norm) rmsnorm(o, L.post_attn_norm, d, cfg_.rms_eps, o);
+                float* x = &x_[size_t(t) * d];
+                for (int i = 0; i < d; ++i) x[i] += o[i];
+                rmsnorm(x, L.ffn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
+            }
+            matmul(L.w_gate, xn_.data(), n, gate_.data());
+            matmul(L.w_up, xn_.data(), n, up_.data());
+            const size_t nf = size_t(n) * cfg_.d_ff;
+            for (size_t i = 0; i < nf; ++i) {
+                const float g = cfg_.gelu ? gelu_table(gate_[i]) : silu(gate_[i]);
+                gate_[i] = g * up_[i];
+            }
+            matmul(L.w_down, gate_.data(), n, o_.data());
+            for (int t = 0; t < n; ++t) {
+                float* o = &o_[size_t(t) * d];
+                if (L.post_ffn_norm) rmsnorm(o, L.post_ffn_norm, d, cfg_.rms_eps, o);
+                float* x = &x_[size_t(t) * d];
+                for (int i = 0; i < d; ++i) x[i] += o[i];
+            }
+        }
+        // Logits: the last position only, unless every position was asked for.
+        const int first = all_logits ? 0 : n - 1;
+        for (int t = first; t < n; ++t) rmsnorm(&x_[size_t(t) * d], w_.output_norm, d, cfg_.rms_eps, &xn_[size_t(t - first) * d]);
+        const bool last_batch = done + n == n_total;
+        if (all_logits) matmul(w_.output, xn_.data(), n, &logits_[size_t(done) * cfg_.n_vocab]);
+        else if (last_batch) matmul(w_.output, xn_.data(), 1, logits_.data());
+        cached_.insert(cached_.end(), tokens + done, tokens + done + n);
+        done += n;
+    }
+    return Status{};
+}
+
+void Engine::truncate_cache(int n) {
+    if (n < static_cast<int>(cached_.size())) cached_.resize(size_t(std::max(0, n)));
+}
+
+Status Engine::generate(const std::vector<int32_t>& prompt, const GenerateOptions& options, GenerateResult* result) {
+    GenerateResult r;
+    r.prompt_tokens = static_cast<int>(prompt.size());
+    if (prompt.empty()) return Status::error(ErrorCode::InvalidArgument, "the prompt is empty");
+    if (static_cast<int>(prompt.size()) > kv_.n_ctx())
+        return Status::error(ErrorCode::InvalidArgument, "the prompt has " + std::to_string(prompt.size()) +
+                                                             " tokens, over the context size of " + std::to_string(kv_.n_ctx()));
+    // Reuse the KV of the longest common prefix with what is cached (a fixed prompt template's
+    // prefix is computed once); at least the last prompt token runs again to produce logits.
+    size_t common = 0;
+    while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+    if (common == prompt.size()) --common;
+    truncate_cache(static_cast<int>(common));
+    r.reused_tokens = static_cast<int>(common);
+
+    const auto t0 = Clock::now();
+    Status st = forward(prompt.data() + common, static_cast<int>(prompt.size() - common), static_cast<int>(common));
+    if (!st.ok()) return st;
+    Sampler sampler(options.sampling);
+    int32_t next = sampler.sample(logits_.data(), cfg_.n_vocab);
+    r.prefill_ms = r.ttft_ms = ms_since(t0);
+    const auto t1 = Clock::now();
+    for (;;) {
+        if (options.is_end && options.is_end(next)) {
+            r.stop = StopReason::EndOfGeneration;
+            break;
+        }
+        r.tokens.push_back(next);
+        if (options.on_token && !options.on_token(next)) {
+            r.stop = StopReason::Callback;
+            break;
+        }
+        if (static_cast<int>(r.tokens.size()) >= options.max_tokens) {
+            r.stop = StopReason::MaxTokens;
+            break;
+        }
+        const int pos = static_cast<int>(cached_.size());
+        if (pos >= kv_.n_ctx()) {
+            r.stop = StopReason::ContextFull;
+            break;
+        }
+        st = forward(&next, 1, pos);
+        if (!st.ok()) return st;
+        next = sampler.sample(logits_.data(), cfg_.n_vocab);
+    }
+    r.decode_ms = ms_since(t1);
+    *result = std::move(r);
+    return Status{};
+}
+
+}  // namespace hmllm

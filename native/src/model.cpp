@@ -1,0 +1,175 @@
+#include "hmllm/model.h"
+
+#include <cmath>
+#include <string>
+
+namespace hmllm {
+namespace {
+
+struct Binder {
+    const GgufFile& gguf;
+    Status status;
+    uint64_t bytes = 0;
+
+    Status fail(ErrorCode code, const std::string& msg) {
+        if (status.ok()) status = Status::error(code, gguf.mapping().path() + ": " + msg);
+        return status;
+    }
+
+    const GgufTensorInfo* find(const std::string& name, bool required) {
+        const GgufTensorInfo* t = gguf.find_tensor(name);
+        if (!t && required) fail(ErrorCode::InvalidModel, "tensor " + name + " is missing");
+        return t;
+    }
+
+    // A 2-D weight [n_rows][n_cols] (ggml ne = {n_cols, n_rows}).
+    MatView matrix(const std::string& name, int64_t n_cols, int64_t n_rows, bool required = true) {
+        MatView m{};
+        const GgufTensorInfo* t = find(name, required);
+        if (!t) return m;
+        if (t->ne[0] != n_cols || t->ne[1] != n_rows || t->ne[2] != 1 || t->ne[3] != 1) {
+            fail(ErrorCode::InvalidModel, "tensor " + name + " has shape [" + std::to_string(t->ne[0]) + ", " +
+                                              std::to_string(t->ne[1]) + "], expected [" + std::to_string(n_cols) +
+                                              ", " + std::to_string(n_rows) + "]");
+            return m;
+        }
+        if (!kernel_supported(t->type)) {
+            const TypeInfo* ti = type_info(t->type);
+            fail(ErrorCode::UnsupportedModel, "tensor " + name + " has type " + (ti ? ti->name : "?") +
+                                                  ", which this runtime cannot compute with");
+            return m;
+        }
+        if (n_rows % row_granularity(t->type) != 0) {
+            fail(ErrorCode::InvalidModel, "tensor " + name + " has a row count its type cannot tile");
+            return m;
+        }
+        bytes += t->n_bytes;
+        m.type = t->type;
+        m.data = t->data;
+        m.n_cols = n_cols;
+        m.n_rows = n_rows;
+        return m;
+    }
+
+    const float* vector(const std::string& name, int64_t n, bool required = true) {
+        const GgufTensorInfo* t = find(name, required);
+        if (!t) return nullptr;
+        if (t->type != static_cast<uint32_t>(GgmlType::F32) || t->ne[0] != n || t->ne[1] != 1) {
+            fail(ErrorCode::UnsupportedModel, "tensor " + name + " must be an F32 vector of " + std::to_string(n));
+            return nullptr;
+        }
+        bytes += t->n_bytes;
+        return reinterpret_cast<const float*>(t->data);
+    }
+};
+
+bool get_int(const GgufFile& g, const std::string& key, int* out) {
+    uint32_t v;
+    if (!g.get_u32(key, &v)) return false;
+    *out = static_cast<int>(v);
+    return true;
+}
+
+}  // namespace
+
+Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
+    ModelConfig c;
+    c.arch_name = gguf.architecture();
+    const std::string& a = c.arch_name;
+    const std::string& path = gguf.mapping().path();
+    if (a == "llama") c.arch = Arch::Llama;
+    else if (a == "qwen2") c.arch = Arch::Qwen2;
+    else if (a == "gemma3") c.arch = Arch::Gemma3;
+    else if (a.empty()) return Status::error(ErrorCode::InvalidModel, path + " has no general.architecture");
+    else return Status::error(ErrorCode::UnsupportedModel, path + " is a '" + a + "' model; supported: llama, qwen2, gemma3");
+
+    if (!get_int(gguf, a + ".block_count", &c.n_layers) || !get_int(gguf, a + ".embedding_length", &c.d_model) ||
+        !get_int(gguf, a + ".attention.head_count", &c.n_heads) || !get_int(gguf, a + ".feed_forward_length", &c.d_ff))
+        return Status::error(ErrorCode::InvalidModel, path + " lacks " + a + ".block_count, embedding_length, "
+                                                          "attention.head_count or feed_forward_length");
+    if (c.n_layers <= 0 || c.n_layers > 1024 || c.d_model <= 0 || c.n_heads <= 0 || c.d_ff <= 0 || c.d_model > 65536 ||
+        c.d_ff > 1 << 20)
+        return Status::error(ErrorCode::InvalidModel, path + " has implausible hyper-parameters");
+    c.n_kv_heads = c.n_heads;
+    get_int(gguf, a + ".attention.head_count_kv", &c.n_kv_heads);
+    c.head_dim = c.d_model / c.n_heads;
+    get_int(gguf, a + ".attention.key_length", &c.head_dim);
+    int v_dim = c.head_dim;
+    get_int(gguf, a + ".attention.value_length", &v_dim);
+    if (c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0 || c.head_dim <= 0 || c.head_dim % 2 != 0 ||
+        v_dim != c.head_dim || c.head_dim > 1024)
+        return Status::error(ErrorCode::UnsupportedModel, path + " has an attention layout this runtime does not support");
+    c.ctx_train = 2048;
+    get_int(gguf, a + ".context_length", &c.ctx_train);
+    gguf.get_f32(a + ".attention.layer_norm_rms_epsilon", &c.rms_eps);
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+    switch (c.arch) {
+        case Arch::Llama:
+            break;
+        case Arch::Qwen2:
+            c.qkv_bias = true;
+            c.rope_neox = true;
+            c.rope_base = 1000000.0f;
+            break;
+        case Arch::Gemma3:
+            c.qk_norm = true;
+            c.post_norms = true;
+            c.gelu = true;
+            c.rope_neox = true;
+            c.embed_scale = std::sqrt(static_cast<float>(c.d_model));
+            c.rope_base = 1000000.0f;
+            c.rope_base_local = 10000.0f;  // fixed by the architecture, not stored in the file
+            c.sliding_window = 512;
+            get_int(gguf, a + ".attention.sliding_window", &c.sliding_window);
+            break;
+    }
+    gguf.get_f32(a + ".rope.freq_base", &c.rope_base);
+
+    Binder b{gguf, Status{}};
+    const GgufTensorInfo* emb = b.find("token_embd.weight", true);
+    if (!emb) return b.status;
+    c.n_vocab = static_cast<int>(emb->ne[1]);
+    ModelWeights mw;
+    const int64_t d = c.d_model, q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
+    mw.tok_embd = b.matrix("token_embd.weight", d, c.n_vocab);
+    mw.output_norm = b.vector("output_norm.weight", d);
+    if (gguf.find_tensor("output.weight")) mw.output = b.matrix("output.weight", d, c.n_vocab);
+    else mw.output = mw.tok_embd;  // tied output (gemma3, small llamas)
+    for (int il = 0; il < c.n_layers && b.status.ok(); ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        LayerWeights l;
+        l.attn_norm = b.vector(p + "attn_norm.weight", d);
+        l.wq = b.matrix(p + "attn_q.weight", d, q_dim);
+        l.wk = b.matrix(p + "attn_k.weight", d, kv_dim);
+        l.wv = b.matrix(p + "attn_v.weight", d, kv_dim);
+        l.wo = b.matrix(p + "attn_output.weight", q_dim, d);
+        l.ffn_norm = b.vector(p + "ffn_norm.weight", d);
+        l.w_gate = b.matrix(p + "ffn_gate.weight", d, c.d_ff);
+        l.w_up = b.matrix(p + "ffn_up.weight", d, c.d_ff);
+        l.w_down = b.matrix(p + "ffn_down.weight", c.d_ff, d);
+        if (c.qkv_bias) {
+            l.bq = b.vector(p + "attn_q.bias", q_dim);
+            l.bk = b.vector(p + "attn_k.bias", kv_dim);
+            l.bv = b.vector(p + "attn_v.bias", kv_dim);
+        }
+        if (c.qk_norm) {
+            l.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
+            l.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
+        }
+        if (c.post_norms) {
+            l.post_attn_norm = b.vector(p + "post_attention_norm.weight", d);
+            l.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", d);
+        }
+        // Gemma 3 interleaves five sliding-window layers with one global layer.
+        l.sliding = c.arch == Arch::Gemma3 && (il % 6) != 5;
+        mw.layers.push_back(l);
+    }
+    if (!b.status.ok()) return b.status;
+    mw.weight_bytes = b.bytes;
+    *cfg = c;
+    *w = std::move(mw);
+    return Status{};
+}
+
+}  // namespace hmllm

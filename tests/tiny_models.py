@@ -1,0 +1,254 @@
+"""Tiny random-weight GGUF models (llama, qwen2, gemma3) written with the PyPI gguf package, and a
+NumPy reference forward pass over their dequantized weights, to check the C++ engine against.
+
+The reference is written from the architectures' definitions (llama.cpp's graph builders are the
+source of truth for the GGUF conventions: gemma3 norm weights already include the +1, q/k RoPE
+rotates halves for qwen2/gemma3 and adjacent pairs for llama, gemma3 layers 5, 11, ... are global).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as Q
+from gguf import quants
+
+# Types gguf-py can quantize; Q4_K / Q6_K it only dequantizes, so those tensors get random but
+# well-formed blocks (sane fp16 scales, random quants), which exercises every bit of the layout.
+RANDOM_BLOCK_TYPES = {Q.Q4_K, Q.Q6_K}
+
+
+@dataclass
+class TinyConfig:
+    arch: str = "llama"
+    n_layers: int = 2
+    d_model: int = 256
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    head_dim: int = 64
+    d_ff: int = 512
+    n_vocab: int = 300
+    ctx: int = 128
+    rms_eps: float = 1e-6
+    rope_base: float = 10000.0
+    sliding_window: int = 3
+    weight_type: Q = Q.F32
+    seed: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def vocab(n_vocab: int) -> tuple[list[str], list[float], list[int]]:
+    """<pad> <eos> <bos> <unk>, the 256 byte tokens, then words; SentencePiece-style."""
+    toks = ["<pad>", "<eos>", "<bos>", "<unk>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [3, 3, 3, 2] + [6] * 256
+    words = ["▁", "▁the", "▁a", "e", "t", "o", "▁moon", "▁was", "in", "an"]
+    i = 0
+    while len(toks) < n_vocab:
+        toks.append(words[i] if i < len(words) else f"▁w{i}")
+        types.append(1)
+        i += 1
+    scores = [0.0] * 260 + [-float(k) for k in range(len(toks) - 260)]
+    return toks, scores, types
+
+
+def _random_blocks(rng, qtype: Q, n_rows: int, n_cols: int) -> np.ndarray:
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    nb = n_cols // block
+    raw = rng.integers(0, 256, size=(n_rows, nb, size), dtype=np.uint8)
+    def f16(v):
+        return np.array([v], dtype=np.float16).view(np.uint8)
+
+    if qtype == Q.Q4_K:  # d, dmin (fp16) then scales[12], qs[128]
+        raw[:, :, 0:2] = f16(0.002)
+        raw[:, :, 2:4] = f16(0.001)
+    elif qtype == Q.Q6_K:  # ql[128], qh[64], scales[16] (int8), d (fp16)
+        raw[:, :, 208:210] = f16(0.0003)
+    return raw.reshape(n_rows, nb * size)
+
+
+class TinyWriter:
+    def __init__(self, cfg: TinyConfig):
+        self.cfg = cfg
+        self.rng = np.random.default_rng(cfg.seed)
+        self.tensors: dict[str, np.ndarray] = {}  # name -> dequantized float64 (what the engine should see)
+        self.raw: list[tuple[str, np.ndarray, Q, tuple]] = []
+
+    def weight(self, name: str, n_rows: int, n_cols: int, qtype: Q | None = None, scale: float = 0.08):
+        qtype = self.cfg.weight_type if qtype is None else qtype
+        if qtype in RANDOM_BLOCK_TYPES:
+            data = _random_blocks(self.rng, qtype, n_rows, n_cols)
+            deq = quants.dequantize(data, qtype).reshape(n_rows, n_cols)
+        else:
+            w = (self.rng.standard_normal((n_rows, n_cols)) * scale).astype(np.float32)
+            if qtype == Q.F32:
+                data, deq = w, w
+            elif qtype == Q.F16:
+                data = w.astype(np.float16)
+                deq = data.astype(np.float32)
+            else:
+                data = quants.quantize(w, qtype)
+                deq = quants.dequantize(data, qtype).reshape(n_rows, n_cols)
+        self.tensors[name] = deq.astype(np.float64)
+        self.raw.append((name, data, qtype, (n_rows, n_cols)))
+
+    def vector(self, name: str, n: int, around: float = 1.0, spread: float = 0.1):
+        v = (around + self.rng.standard_normal(n) * spread).astype(np.float32)
+        self.tensors[name] = v.astype(np.float64)
+        self.raw.append((name, v, Q.F32, (n,)))
+
+    def write(self, path: Path) -> Path:
+        c = self.cfg
+        w = gguf.GGUFWriter(str(path), c.arch)
+        a = c.arch
+        w.add_block_count(c.n_layers)
+        w.add_embedding_length(c.d_model)
+        w.add_feed_forward_length(c.d_ff)
+        w.add_head_count(c.n_heads)
+        w.add_head_count_kv(c.n_kv_heads)
+        w.add_key_length(c.head_dim)
+        w.add_value_length(c.head_dim)
+        w.add_context_length(c.ctx)
+        w.add_layer_norm_rms_eps(c.rms_eps)
+        w.add_rope_freq_base(c.rope_base)
+        if a == "gemma3":
+            w.add_sliding_window(c.sliding_window)
+        toks, scores, types = vocab(c.n_vocab)
+        w.add_tokenizer_model("llama")
+        w.add_token_list(toks)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        w.add_bos_token_id(2)
+        w.add_eos_token_id(1)
+        w.add_unk_token_id(3)
+        w.add_add_bos_token(True)
+        for name, data, qtype, shape in self.raw:
+            if qtype == Q.F32 or qtype == Q.F16:
+                w.add_tensor(name, data)
+            else:
+                w.add_tensor(name, data, raw_shape=data.shape, raw_dtype=qtype)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        return path
+
+
+def write_tiny_model(path: Path, cfg: TinyConfig) -> dict[str, np.ndarray]:
+    """Writes the model; returns its dequantized weights by tensor name."""
+    c = cfg
+    t = TinyWriter(c)
+    q_dim, kv_dim = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    # The token embedding stays Q8_0 or the chosen type; gemma3 ties the output to it.
+    t.weight("token_embd.weight", c.n_vocab, c.d_model, scale=0.5)
+    t.vector("output_norm.weight", c.d_model)
+    if c.arch != "gemma3":
+        t.weight("output.weight", c.n_vocab, c.d_model, scale=0.2)
+    for il in range(c.n_layers):
+        p = f"blk.{il}."
+        t.vector(p + "attn_norm.weight", c.d_model)
+        t.weight(p + "attn_q.weight", q_dim, c.d_model)
+        t.weight(p + "attn_k.weight", kv_dim, c.d_model)
+        t.weight(p + "attn_v.weight", kv_dim, c.d_model)
+        t.weight(p + "attn_output.weight", c.d_model, q_dim)
+        t.vector(p + "ffn_norm.weight", c.d_model)
+        t.weight(p + "ffn_gate.weight", c.d_ff, c.d_model)
+        t.weight(p + "ffn_up.weight", c.d_ff, c.d_model)
+        t.weight(p + "ffn_down.weight", c.d_model, c.d_ff)
+        if c.arch == "qwen2":
+            t.vector(p + "attn_q.bias", q_dim, 0.0, 0.05)
+            t.vector(p + "attn_k.bias", kv_dim, 0.0, 0.05)
+            t.vector(p + "attn_v.bias", kv_dim, 0.0, 0.05)
+        if c.arch == "gemma3":
+            t.vector(p + "attn_q_norm.weight", c.head_dim)
+            t.vector(p + "attn_k_norm.weight", c.head_dim)
+            t.vector(p + "post_attention_norm.weight", c.d_model)
+            t.vector(p + "post_ffw_norm.weight", c.d_model)
+    t.write(path)
+    return t.tensors
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy reference forward pass (float64)
+
+
+def _rmsnorm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def _rope(x, pos, base, neox):
+    """x: [..., head_dim] at position pos."""
+    hd = x.shape[-1]
+    half = hd // 2
+    theta = pos * base ** (-2.0 * np.arange(half) / hd)
+    c, s = np.cos(theta), np.sin(theta)
+    out = x.copy()
+    if neox:
+        a, b = x[..., :half], x[..., half:]
+        out[..., :half] = a * c - b * s
+        out[..., half:] = a * s + b * c
+    else:
+        a, b = x[..., 0::2], x[..., 1::2]
+        out[..., 0::2] = a * c - b * s
+        out[..., 1::2] = a * s + b * c
+    return out
+
+
+def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int], trace: list | None = None) -> np.ndarray:
+    """Logits [len(tokens), n_vocab] of every position; `trace` collects the residual stream after each layer."""
+    c = cfg
+    gemma = c.arch == "gemma3"
+    neox = c.arch in ("qwen2", "gemma3")
+    hd, group = c.head_dim, c.n_heads // c.n_kv_heads
+    n = len(tokens)
+    x = W["token_embd.weight"][tokens] * (np.sqrt(c.d_model) if gemma else 1.0)
+    for il in range(c.n_layers):
+        p = f"blk.{il}."
+        sliding = gemma and il % 6 != 5
+        base = 10000.0 if sliding else c.rope_base  # gemma3 sliding layers: fixed local base
+        h = _rmsnorm(x, W[p + "attn_norm.weight"], c.rms_eps)
+        q = h @ W[p + "attn_q.weight"].T
+        k = h @ W[p + "attn_k.weight"].T
+        v = h @ W[p + "attn_v.weight"].T
+        if c.arch == "qwen2":
+            q, k, v = q + W[p + "attn_q.bias"], k + W[p + "attn_k.bias"], v + W[p + "attn_v.bias"]
+        q = q.reshape(n, c.n_heads, hd)
+        k = k.reshape(n, c.n_kv_heads, hd)
+        v = v.reshape(n, c.n_kv_heads, hd)
+        if gemma:
+            q = _rmsnorm(q, W[p + "attn_q_norm.weight"], c.rms_eps)
+            k = _rmsnorm(k, W[p + "attn_k_norm.weight"], c.rms_eps)
+        q = np.stack([_rope(q[t], t, base, neox) for t in range(n)])
+        k = np.stack([_rope(k[t], t, base, neox) for t in range(n)])
+        q = q / np.sqrt(hd)
+        att = np.zeros((n, c.n_heads, hd))
+        for t in range(n):
+            lo = max(0, t - c.sliding_window + 1) if sliding else 0
+            for hh in range(c.n_heads):
+                kv = hh // group
+                s = k[lo:t + 1, kv] @ q[t, hh]
+                s = np.exp(s - s.max())
+                s /= s.sum()
+                att[t, hh] = s @ v[lo:t + 1, kv]
+        o = att.reshape(n, -1) @ W[p + "attn_output.weight"].T
+        if gemma:
+            o = _rmsnorm(o, W[p + "post_attention_norm.weight"], c.rms_eps)
+        x = x + o
+        h = _rmsnorm(x, W[p + "ffn_norm.weight"], c.rms_eps)
+        g = h @ W[p + "ffn_gate.weight"].T
+        u = h @ W[p + "ffn_up.weight"].T
+        if gemma:
+            g = 0.5 * g * (1 + np.tanh(0.7978845608028654 * (g + 0.044715 * g ** 3)))
+        else:
+            g = g / (1 + np.exp(-g))
+        f = (g * u) @ W[p + "ffn_down.weight"].T
+        if gemma:
+            f = _rmsnorm(f, W[p + "post_ffw_norm.weight"], c.rms_eps)
+        x = x + f
+        if trace is not None:
+            trace.append(x.copy())
+    x = _rmsnorm(x, W["output_norm.weight"], c.rms_eps)
+    out = W["token_embd.weight"] if gemma else W["output.weight"]
+    return x @ out.T
