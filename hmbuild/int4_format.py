@@ -91,3 +91,12 @@ def dequantize_hm_q4(data: bytes, n_rows: int, n_cols: int, group: int) -> np.nd
     q = q.transpose(0, 4, 1, 2, 6, 3, 5).reshape(n_rows, groups, group)  # (tile, r, k, c, h, i, e)
     dr = d.transpose(0, 2, 1).reshape(n_rows, groups, 1)
     return ((q.astype(np.float32) - 8.0) * dr).reshape(n_rows, n_cols)
+
+
+def register_with_gguf() -> None:
+    """Teaches the PyPI gguf writer the sizes of these types, so GGUFWriter.add_tensor(raw_dtype=1064
+    or 1128) can write them (it only needs bytes per block; the tile order is opaque to it)."""
+    import gguf
+
+    for group, type_id in GGML_TYPE.items():
+        gguf.constants.GGML_QUANT_SIZES.setdefault(type_id, (group, 2 + group // 2))

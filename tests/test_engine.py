@@ -9,11 +9,11 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 
 from conftest import REPO, have_arm64_tools, run_hmbuild
-from tiny_models import TinyConfig, reference_logits, write_tiny_model
+from tiny_models import HM_Q4_G64, HM_Q4_G128, TinyConfig, reference_logits, type_name, write_tiny_model
 
 pytestmark = pytest.mark.e2e
 FIXTURES = REPO / "tests" / "fixtures" / "llama_cpp"
-TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_K, Q.Q6_K]
+TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_K, Q.Q6_K, HM_Q4_G64, HM_Q4_G128]
 PROMPT = [2, 270, 265, 299, 280, 261, 262, 263, 290]
 
 
@@ -34,7 +34,7 @@ def run_json(project, *args):
 def tiny(arch, qtype, tmp_path):
     cfg = TinyConfig(arch=arch, weight_type=qtype, n_layers=6 if arch == "gemma3" else 2,
                      rope_base=1e6 if arch == "gemma3" else 10000.0, sliding_window=3)
-    path = tmp_path / f"{arch}-{qtype.name}.gguf"
+    path = tmp_path / f"{arch}-{type_name(qtype)}.gguf"
     return cfg, write_tiny_model(path, cfg), path
 
 
@@ -49,7 +49,7 @@ def check_against_reference(project, cfg, W, path, tmp_path, target="host", cpu=
     # Float weights: float activations, only summation order differs. Quantized weights meet
     # 8-bit activations, as in llama.cpp, which costs a few percent.
     tol = 0.01 if cfg.weight_type in (Q.F32, Q.F16) else 0.2
-    assert err < tol, f"{cfg.arch} {cfg.weight_type.name}: max |logit error| / std = {err:.4f}"
+    assert err < tol, f"{cfg.arch} {type_name(cfg.weight_type)}: max |logit error| / std = {err:.4f}"
     assert int(got.argmax()) == int(ref.argmax()) == out["tokens"][0]
     # A few greedy steps, each checked against the reference with teacher forcing.
     out = run_json(project, "--model", str(path), "--tokens", ",".join(map(str, PROMPT)), "--max-tokens", "5",
@@ -62,7 +62,7 @@ def check_against_reference(project, cfg, W, path, tmp_path, target="host", cpu=
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "gemma3"])
-@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", TYPES, ids=type_name)
 def test_tiny_model_logits_match_numpy_reference_on_host(project, arch, qtype, tmp_path):
     cfg, W, path = tiny(arch, qtype, tmp_path)
     check_against_reference(project, cfg, W, path, tmp_path)
@@ -72,7 +72,9 @@ def test_tiny_model_logits_match_numpy_reference_on_host(project, arch, qtype, t
 @pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user")
 @pytest.mark.parametrize("cpu", ["cortex-a53", "max"])
 @pytest.mark.parametrize("arch,qtype", [("llama", Q.Q4_0), ("qwen2", Q.Q8_0), ("gemma3", Q.Q4_K), ("gemma3", Q.Q6_K),
-                                        ("llama", Q.Q5_0), ("qwen2", Q.F16)], ids=lambda v: getattr(v, "name", v))
+                                        ("llama", Q.Q5_0), ("qwen2", Q.F16), ("llama", Q.F32),
+                                        ("gemma3", HM_Q4_G64), ("qwen2", HM_Q4_G128)],
+                         ids=lambda v: v if isinstance(v, str) else type_name(v))
 def test_tiny_model_logits_match_numpy_reference_under_qemu(project, arch, qtype, cpu, tmp_path):
     cfg, W, path = tiny(arch, qtype, tmp_path)
     check_against_reference(project, cfg, W, path, tmp_path, target="linux-arm64", cpu=cpu)
