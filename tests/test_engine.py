@@ -142,3 +142,28 @@ def test_run_refuses_bad_input_with_one_sentence(project, tmp_path):
     assert proc.returncode != 0 and "Running the model failed" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_hmbuild("-C", str(project), "run", "--prompt", "x", "--tokens", "1,2")
     assert proc.returncode != 0 and "exactly one" in proc.stderr
+
+
+def test_real_gemma_with_an_8bit_kv_cache_still_names_neil_armstrong(project):
+    f16 = run_json(project, "--prompt", "In 1969, the first human to walk on the moon was", "--max-tokens", "4",
+                   "--ctx", "256")
+    q8 = run_json(project, "--prompt", "In 1969, the first human to walk on the moon was", "--max-tokens", "4",
+                  "--ctx", "256", "--kv", "q8_0")
+    assert q8["text"].startswith(" Neil Armstrong")
+    # The memory plan reports the smaller cache: 18 layers x 1 KV head x 256 x 256 positions x 2 (K, V).
+    assert "KV cache 4.7 MB" in f16["memory"] and "KV cache 2.5 MB" in q8["memory"]
+
+
+def test_sampling_is_reproducible_by_seed_and_varies_across_seeds(project):
+    args = ["--prompt", "Once upon a time", "--max-tokens", "12", "--temperature", "1.0", "--top-k", "40",
+            "--top-p", "0.95", "--ctx", "128"]
+    a = run_json(project, *args, "--seed", "7")
+    b = run_json(project, *args, "--seed", "7")
+    others = [run_json(project, *args, "--seed", str(s))["tokens"] for s in (1, 2, 3)]
+    assert a["tokens"] == b["tokens"]
+    assert any(o != a["tokens"] for o in others)
+
+
+def test_a_context_too_small_for_the_prompt_is_refused_with_the_limit(project):
+    proc = run_hmbuild("-C", str(project), "run", "--prompt", "word " * 40, "--ctx", "16")
+    assert proc.returncode != 0 and "context size of 16" in proc.stderr and "Traceback" not in proc.stderr
