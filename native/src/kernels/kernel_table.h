@@ -1,5 +1,31 @@
 // Internal: the per-type matmul table each instruction-set file fills, and the loops shared by
 // all of them. Not part of the public API.
+//
+// ---- The canonical evaluation order: every kernel set gives bitwise the same y.
+// The 8-bit requantization of activations at every matmul amplifies a last-bit difference into
+// different tokens, and CI tests device code on a host, so results must not depend on the
+// instruction set. Integer dots are exact in any order (vectorize freely); every float step is
+// fixed below. fma(a, b, c) is the exactly rounded a*b + c (std::fma, _mm*_fmadd_ps, vfmaq_f32
+// all agree); every other float op is one IEEE operation, never contracted (-ffp-contract=off).
+// (float)i is the round-to-nearest int32 -> float conversion. One accumulator per output
+// (row, batch row), starting at +0, blocks in order from the first to the last:
+//
+//   Q4_0 / Q5_0 / Q8_0, block i of 32:  acc = fma((float)isum_i, fp16(d_w) * d_a, acc)
+//   HM_Q4_*, row r, 32-column chunk i:  acc_r = fma((float)(isum_ri - 8 * s_a), fp16(d_wr) * d_a, acc_r)
+//   Q4_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
+//       (isum_i = sum_j sc_j * dot_j)   acc = fma((float)msum_i, -(fp16(dmin) * d_a), acc)
+//       (msum_i = sum_j m_j * (s_a[2j] + s_a[2j+1]), j = the 8 sub-blocks)
+//   Q6_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
+//       (isum_i = sum_j sc_j * sum_l (q - 32) * a, as sum_j sc_j * dot_j - 32 * sum_j sc_j * s_a[j])
+//   F32 / F16 (weights w, floats x; fp16 -> fp32 is exact), 16 partial sums:
+//       p_k = fma(w_i, x_i, p_k) for i = k (mod 16), i < n16 = n - n % 16, i ascending
+//       t_k = p_k + p_{k+8} (k < 8);  u_k = t_k + t_{k+4} (k < 4)
+//       acc = (u_0 + u_2) + (u_1 + u_3);  then acc = fma(w_i, x_i, acc) for i = n16 .. n-1
+//     (AVX2: two 8-lane accumulators and the usual 256 -> 128 -> 64 -> 32 halving; NEON: four
+//     4-lane accumulators, then the same halvings.)
+// A SIMD kernel reduces each block's integer sum horizontally and then does the float step for
+// that block; lanes may hold different outputs (rows / batch rows) as long as each lane does
+// exactly the operations above.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +56,7 @@ void fill_neon_i8mm(KernelSet* ks);
 
 void dequantize_row_scalar(const MatView& w, int64_t row, float* y);
 
-// Scalar reference dots, also used by SIMD files for leftovers.
+// Scalar reference dots (the canonical order written out plainly).
 float dot_q8_0_ref(const uint8_t* w, const ActRow& a, int64_t n);
 void dot4_hm_ref(const uint8_t* tile, const ActRow& a, int64_t n, int group, float out[4]);
 
@@ -46,6 +72,32 @@ void matmul_rows(const MatView& w, const Activations& act, float* y, int64_t ys,
         const uint8_t* row = w.data + r * rb;
         for (int64_t b = 0; b < nb; ++b) y[b * ys + r] = Dot(row, act.row(b), w.n_cols);
     }
+}
+
+// Four independent rows at once (lane r = row r), so the one-accumulator-per-output float chain
+// of four outputs runs side by side. A leftover row is passed four times: lanes are independent,
+// so its result is the same as in any other position.
+using Row4Dot = void (*)(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]);
+
+template <Row4Dot Dot>
+void rows4_range(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0,
+                 int64_t r1, int64_t b0, int64_t b1) {
+    const size_t rb = row_bytes(w.type, w.n_cols);
+    for (int64_t r = r0; r < r1; r += 4) {
+        const uint8_t* rows[4];
+        for (int i = 0; i < 4; ++i) rows[i] = w.data + (r + i < r1 ? r + i : r1 - 1) * rb;
+        for (int64_t b = b0; b < b1; ++b) {
+            float o[4];
+            Dot(rows, act.row(b), w.n_cols, o);
+            for (int i = 0; i < 4 && r + i < r1; ++i) y[b * ys + r + i] = o[i];
+        }
+    }
+}
+
+template <Row4Dot Dot>
+void matmul_rows4(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0,
+                  int64_t r1) {
+    rows4_range<Dot>(w, act, y, ys, r0, r1, 0, act.batch());
 }
 
 // Four-row kernel over one HM tile.

@@ -1,6 +1,9 @@
 # Tensor kernels: included by native/CMakeLists.txt right after add_library(hmllm). Portable code
 # builds with the target's baseline flags; each instruction-set file gets its own flags and is
 # only called after cpu_features() has reported that extension, so one binary runs everywhere.
+# Every set must give bitwise the scalar reference's results (kernel_table.h), so no kernel file
+# may let the compiler contract a*b+c into an fma: -ffp-contract=off, set for the whole target,
+# is repeated in the per-file flags so that these files keep it even when built elsewhere.
 set(HMLLM_KERNEL_DIR ${CMAKE_CURRENT_LIST_DIR})
 target_sources(hmllm PRIVATE
     ${HMLLM_KERNEL_DIR}/cpu_features.cpp
@@ -13,11 +16,11 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
         ${HMLLM_KERNEL_DIR}/kernels_neon_dotprod.cpp
         ${HMLLM_KERNEL_DIR}/kernels_neon_i8mm.cpp)
     set_source_files_properties(${HMLLM_KERNEL_DIR}/kernels_neon_dotprod.cpp
-        PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod")
+        PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod;-ffp-contract=off")
     set_source_files_properties(${HMLLM_KERNEL_DIR}/kernels_neon_i8mm.cpp
-        PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm")
+        PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm;-ffp-contract=off")
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     target_sources(hmllm PRIVATE ${HMLLM_KERNEL_DIR}/kernels_avx2.cpp)
     set_source_files_properties(${HMLLM_KERNEL_DIR}/kernels_avx2.cpp
-        PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+        PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-ffp-contract=off")
 endif()

@@ -40,85 +40,134 @@ void scale_min(int j, const uint8_t* s, int* sc, int* m) {
     }
 }
 
+// Exactly rounded a*b + c (one fmadd), as std::fma in the scalar reference.
+inline float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+
+// The int32 totals of four 4-lane vectors, lane r = total of v_r.
+inline int32x4_t hsum4_s32(int32x4_t v0, int32x4_t v1, int32x4_t v2, int32x4_t v3) {
+    return vpaddq_s32(vpaddq_s32(v0, v1), vpaddq_s32(v2, v3));
+}
+
+// F32 / F16: acc0..acc3 hold the canonical partial sums p_0..p_15 (4 per vector); then the
+// 16 -> 8 -> 4 -> 2 -> 1 halvings of kernel_table.h (not vaddvq_f32, which pairs neighbours).
+inline float reduce16(float32x4_t acc0, float32x4_t acc1, float32x4_t acc2, float32x4_t acc3) {
+    const float32x4_t u = vaddq_f32(vaddq_f32(acc0, acc2), vaddq_f32(acc1, acc3));
+    const float32x2_t v = vadd_f32(vget_low_f32(u), vget_high_f32(u));
+    return vget_lane_f32(v, 0) + vget_lane_f32(v, 1);
+}
+
 float dot_f32(const uint8_t* w, const ActRow& a, int64_t n) {
     const float* x = reinterpret_cast<const float*>(w);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), acc2 = vdupq_n_f32(0), acc3 = vdupq_n_f32(0);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
+    for (; i + 16 <= n; i += 16) {
         acc0 = vfmaq_f32(acc0, vld1q_f32(x + i), vld1q_f32(a.f + i));
         acc1 = vfmaq_f32(acc1, vld1q_f32(x + i + 4), vld1q_f32(a.f + i + 4));
+        acc2 = vfmaq_f32(acc2, vld1q_f32(x + i + 8), vld1q_f32(a.f + i + 8));
+        acc3 = vfmaq_f32(acc3, vld1q_f32(x + i + 12), vld1q_f32(a.f + i + 12));
     }
-    float s = vaddvq_f32(vaddq_f32(acc0, acc1));
-    for (; i < n; ++i) s += x[i] * a.f[i];
+    float s = reduce16(acc0, acc1, acc2, acc3);
+    for (; i < n; ++i) s = fma1(x[i], a.f[i], s);
     return s;
 }
 
 float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
     const uint16_t* x = reinterpret_cast<const uint16_t*>(w);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), acc2 = vdupq_n_f32(0), acc3 = vdupq_n_f32(0);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(x + i));
-        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(h)), vld1q_f32(a.f + i));
-        acc1 = vfmaq_f32(acc1, vcvt_high_f32_f16(h), vld1q_f32(a.f + i + 4));
+    for (; i + 16 <= n; i += 16) {
+        const float16x8_t h0 = vreinterpretq_f16_u16(vld1q_u16(x + i));
+        const float16x8_t h1 = vreinterpretq_f16_u16(vld1q_u16(x + i + 8));
+        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(h0)), vld1q_f32(a.f + i));
+        acc1 = vfmaq_f32(acc1, vcvt_high_f32_f16(h0), vld1q_f32(a.f + i + 4));
+        acc2 = vfmaq_f32(acc2, vcvt_f32_f16(vget_low_f16(h1)), vld1q_f32(a.f + i + 8));
+        acc3 = vfmaq_f32(acc3, vcvt_high_f32_f16(h1), vld1q_f32(a.f + i + 12));
     }
-    float s = vaddvq_f32(vaddq_f32(acc0, acc1));
-    for (; i < n; ++i) s += h2f(x[i]) * a.f[i];
+    float s = reduce16(acc0, acc1, acc2, acc3);
+    for (; i < n; ++i) s = fma1(h2f(x[i]), a.f[i], s);
     return s;
 }
 
-float dot_q8_0(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(w);
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        const int8_t* q = a.q + kQK * i;
-        int32x4_t s = dot16(vdupq_n_s32(0), vld1q_s8(b[i].qs), vld1q_s8(q));
-        s = dot16(s, vld1q_s8(b[i].qs + 16), vld1q_s8(q + 16));
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), h2f(b[i].d) * a.d[i]);
-    }
-    return vaddvq_f32(acc);
+// 32-blocks, four rows per pass (lane r = row r): the per-block int dots of the rows are reduced
+// to one int32 each, then acc_r = fma((float)isum_r, d_wr * d_a, acc_r) as a 4-lane vector.
+// The block's fp16 scale is its first two bytes in all three layouts.
+template <class B>
+inline float32x4_t scales4(const uint8_t* const rows[4], int64_t i) {
+    uint16x4_t h = vdup_n_u16(0);
+    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[0])[i].d, h, 0);
+    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[1])[i].d, h, 1);
+    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[2])[i].d, h, 2);
+    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[3])[i].d, h, 3);
+    return vcvt_f32_f16(vreinterpret_f16_u16(h));
 }
 
-float dot_q4_0(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const BlockQ4_0*>(w);
-    const int8x16_t eight = vdupq_n_s8(8);
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        const int8_t* q = a.q + kQK * i;
-        const uint8x16_t raw = vld1q_u8(b[i].qs);
-        int32x4_t s = dot16(vdupq_n_s32(0), vsubq_s8(lo_nib(raw), eight), vld1q_s8(q));
-        s = dot16(s, vsubq_s8(hi_nib(raw), eight), vld1q_s8(q + 16));
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), h2f(b[i].d) * a.d[i]);
-    }
-    return vaddvq_f32(acc);
+inline float32x4_t block_step4(float32x4_t acc, int32x4_t isum, float32x4_t dw, float da) {
+    return vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(dw, da));
 }
 
-float dot_q5_0(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
+void dot4_q8_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8x16_t ql = vld1q_s8(a.q + kQK * i), qh = vld1q_s8(a.q + kQK * i + 16);
+        int32x4_t s[4];
+        for (int r = 0; r < 4; ++r) {
+            const int8_t* x = reinterpret_cast<const BlockQ8_0*>(rows[r])[i].qs;
+            s[r] = dot16(dot16(vdupq_n_s32(0), vld1q_s8(x), ql), vld1q_s8(x + 16), qh);
+        }
+        acc = block_step4(acc, hsum4_s32(s[0], s[1], s[2], s[3]), scales4<BlockQ8_0>(rows, i), a.d[i]);
+    }
+    vst1q_f32(out, acc);
+}
+
+// Q4_0 / Q5_0 as unsigned 0..15 / 0..31 times the activations, minus 8 / 16 times their sum.
+void dot4_q4_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8x16_t ql = vld1q_s8(a.q + kQK * i), qh = vld1q_s8(a.q + kQK * i + 16);
+        int32x4_t s[4];
+        for (int r = 0; r < 4; ++r) {
+            const uint8x16_t raw = vld1q_u8(reinterpret_cast<const BlockQ4_0*>(rows[r])[i].qs);
+            s[r] = dot16(dot16(vdupq_n_s32(0), lo_nib(raw), ql), hi_nib(raw), qh);
+        }
+        const int32x4_t isum = vsubq_s32(hsum4_s32(s[0], s[1], s[2], s[3]), vdupq_n_s32(8 * a.s[i]));
+        acc = block_step4(acc, isum, scales4<BlockQ4_0>(rows, i), a.d[i]);
+    }
+    vst1q_f32(out, acc);
+}
+
+// Q5_0's fifth bits as 0x10 per byte: elements 0..15 and 16..31.
+inline void q5_high_bits(const BlockQ5_0& b, int8x16_t* h0, int8x16_t* h1) {
     const uint8x16_t bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    const uint8x16_t x10 = vdupq_n_u8(0x10);
-    const int8x16_t sixteen = vdupq_n_s8(16);
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        const int8_t* q = a.q + kQK * i;
-        uint32_t qh;
-        __builtin_memcpy(&qh, b[i].qh, 4);
-        const uint8x16_t b01 = vcombine_u8(vdup_n_u8(qh & 0xFF), vdup_n_u8((qh >> 8) & 0xFF));
-        const uint8x16_t b23 = vcombine_u8(vdup_n_u8((qh >> 16) & 0xFF), vdup_n_u8(qh >> 24));
-        const int8x16_t h0 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b01, bit), x10));
-        const int8x16_t h1 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b23, bit), x10));
-        const uint8x16_t raw = vld1q_u8(b[i].qs);
-        int32x4_t s = dot16(vdupq_n_s32(0), vsubq_s8(vorrq_s8(lo_nib(raw), h0), sixteen), vld1q_s8(q));
-        s = dot16(s, vsubq_s8(vorrq_s8(hi_nib(raw), h1), sixteen), vld1q_s8(q + 16));
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), h2f(b[i].d) * a.d[i]);
-    }
-    return vaddvq_f32(acc);
+    uint32_t qh;
+    __builtin_memcpy(&qh, b.qh, 4);
+    const uint8x16_t b01 = vcombine_u8(vdup_n_u8(qh & 0xFF), vdup_n_u8((qh >> 8) & 0xFF));
+    const uint8x16_t b23 = vcombine_u8(vdup_n_u8((qh >> 16) & 0xFF), vdup_n_u8(qh >> 24));
+    *h0 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b01, bit), vdupq_n_u8(0x10)));
+    *h1 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b23, bit), vdupq_n_u8(0x10)));
 }
 
+void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8x16_t ql = vld1q_s8(a.q + kQK * i), qh = vld1q_s8(a.q + kQK * i + 16);
+        int32x4_t s[4];
+        for (int r = 0; r < 4; ++r) {
+            const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(rows[r])[i];
+            int8x16_t h0, h1;
+            q5_high_bits(b, &h0, &h1);
+            const uint8x16_t raw = vld1q_u8(b.qs);
+            s[r] = dot16(dot16(vdupq_n_s32(0), vorrq_s8(lo_nib(raw), h0), ql), vorrq_s8(hi_nib(raw), h1), qh);
+        }
+        const int32x4_t isum = vsubq_s32(hsum4_s32(s[0], s[1], s[2], s[3]), vdupq_n_s32(16 * a.s[i]));
+        acc = block_step4(acc, isum, scales4<BlockQ5_0>(rows, i), a.d[i]);
+    }
+    vst1q_f32(out, acc);
+}
+
+// K-quants: one row, the super-block's integer sums reduced exactly, then its float steps.
 float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
-    float32x4_t acc = vdupq_n_f32(0);
-    float acc_min = 0.0f;
+    float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         const int8_t* q = a.q + kQKK * i;
         const int16_t* bs = a.s + 16 * i;
@@ -139,17 +188,16 @@ float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
             isum = vmlaq_n_s32(isum, shi, sc[2 * c + 1]);
         }
         const float da = a.d[i];
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), h2f(b[i].d) * da);
-        acc_min += h2f(b[i].dmin) * da * msum;
+        acc = fma1(static_cast<float>(vaddvq_s32(isum)), h2f(b[i].d) * da, acc);
+        acc = fma1(static_cast<float>(msum), -(h2f(b[i].dmin) * da), acc);
     }
-    return vaddvq_f32(acc) - acc_min;
+    return acc;
 }
 
 float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
     const uint8x16_t m4 = vdupq_n_u8(0x0F), m2 = vdupq_n_u8(0x03);
-    float32x4_t acc = vdupq_n_f32(0);
-    float acc_bias = 0.0f;
+    float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         int32x4_t isum = vdupq_n_s32(0);
         for (int h = 0; h < 2; ++h) {
@@ -172,14 +220,13 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
                 }
             }
         }
+        // q - 32: the offset times each sub-block's activation sum, in integers.
         const int16_t* bs = a.s + 16 * i;
         int bias = 0;
         for (int j = 0; j < 16; ++j) bias += b[i].scales[j] * bs[j];
-        const float d = h2f(b[i].d) * a.d[i];
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), d);
-        acc_bias += d * static_cast<float>(32 * bias);
+        acc = fma1(static_cast<float>(vaddvq_s32(isum) - 32 * bias), h2f(b[i].d) * a.d[i], acc);
     }
-    return vaddvq_f32(acc) - acc_bias;
+    return acc;
 }
 
 // One 32-column chunk of an HM_Q4 tile-group (64 bytes at p) against 32 activations: the int32
@@ -227,7 +274,7 @@ void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
         for (int c = 0; c < G / 32; ++c) {
             const int64_t blk = k * (G / 32) + c;
             const int32x4_t r = vsubq_s32(hm_chunk(p + 8 + 64 * c, a.q + 32 * blk), vdupq_n_s32(8 * a.s[blk]));
-            acc = vfmaq_f32(acc, vcvtq_f32_s32(r), vmulq_n_f32(ws, a.d[blk]));
+            acc = vfmaq_f32(acc, vcvtq_f32_s32(r), vmulq_n_f32(ws, a.d[blk]));  // canonical per lane
         }
     }
     vst1q_f32(out, acc);
@@ -236,9 +283,9 @@ void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
 void fill_all(KernelSet* ks) {
     ks->mm[kF32] = matmul_rows<dot_f32>;
     ks->mm[kF16] = matmul_rows<dot_f16>;
-    ks->mm[kQ4_0] = matmul_rows<dot_q4_0>;
-    ks->mm[kQ5_0] = matmul_rows<dot_q5_0>;
-    ks->mm[kQ8_0] = matmul_rows<dot_q8_0>;
+    ks->mm[kQ4_0] = matmul_rows4<dot4_q4_0>;
+    ks->mm[kQ5_0] = matmul_rows4<dot4_q5_0>;
+    ks->mm[kQ8_0] = matmul_rows4<dot4_q8_0>;
     ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
     ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;

@@ -22,7 +22,9 @@ struct LoadQ8_0 {
         *v1 = vld1q_s8(b.qs + 16);
         *d = h2f(b.d);
     }
-    static float dot(const uint8_t* w, const ActRow& a, int64_t n) { return dot_q8_0(w, a, n); }
+    static void dot4(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
+        dot4_q8_0(rows, a, n, out);
+    }
 };
 
 struct LoadQ4_0 {
@@ -33,25 +35,24 @@ struct LoadQ4_0 {
         *v1 = vsubq_s8(hi_nib(raw), vdupq_n_s8(8));
         *d = h2f(b.d);
     }
-    static float dot(const uint8_t* w, const ActRow& a, int64_t n) { return dot_q4_0(w, a, n); }
+    static void dot4(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
+        dot4_q4_0(rows, a, n, out);
+    }
 };
 
 struct LoadQ5_0 {
     static void load(const uint8_t* row, int64_t i, int8x16_t* v0, int8x16_t* v1, float* d) {
         const auto& b = reinterpret_cast<const BlockQ5_0*>(row)[i];
-        const uint8x16_t bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-        uint32_t qh;
-        __builtin_memcpy(&qh, b.qh, 4);
-        const uint8x16_t b01 = vcombine_u8(vdup_n_u8(qh & 0xFF), vdup_n_u8((qh >> 8) & 0xFF));
-        const uint8x16_t b23 = vcombine_u8(vdup_n_u8((qh >> 16) & 0xFF), vdup_n_u8(qh >> 24));
-        const int8x16_t h0 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b01, bit), vdupq_n_u8(0x10)));
-        const int8x16_t h1 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b23, bit), vdupq_n_u8(0x10)));
+        int8x16_t h0, h1;
+        q5_high_bits(b, &h0, &h1);
         const uint8x16_t raw = vld1q_u8(b.qs);
         *v0 = vsubq_s8(vorrq_s8(lo_nib(raw), h0), vdupq_n_s8(16));
         *v1 = vsubq_s8(vorrq_s8(hi_nib(raw), h1), vdupq_n_s8(16));
         *d = h2f(b.d);
     }
-    static float dot(const uint8_t* w, const ActRow& a, int64_t n) { return dot_q5_0(w, a, n); }
+    static void dot4(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
+        dot4_q5_0(rows, a, n, out);
+    }
 };
 
 inline int8x16_t zip1_64(int8x16_t a, int8x16_t b) {
@@ -83,6 +84,7 @@ float32x4_t block32_2x2(const uint8_t* w0, const uint8_t* w1, const ActRow& a0, 
         s = vmmlaq_s32(s, zip2_64(x0l, x1l), zip2_64(q0l, q1l));
         s = vmmlaq_s32(s, zip1_64(x0h, x1h), zip1_64(q0h, q1h));
         s = vmmlaq_s32(s, zip2_64(x0h, x1h), zip2_64(q0h, q1h));
+        // Lane (row, batch row): fma((float)isum, d_w * d_a, acc), the canonical block step.
         const float32x4_t dw = {d0, d0, d1, d1};
         const float32x4_t da = {a0.d[i], a1.d[i], a0.d[i], a1.d[i]};
         acc = vfmaq_f32(acc, vcvtq_f32_s32(s), vmulq_f32(dw, da));
@@ -90,31 +92,29 @@ float32x4_t block32_2x2(const uint8_t* w0, const uint8_t* w1, const ActRow& a0, 
     return acc;
 }
 
+// Pairs of rows x pairs of batch rows with vmmlaq_s32; a leftover row or batch row goes through
+// the 4-row dotprod kernel. Each output lane does the canonical per-block step either way, so
+// the results do not depend on which path computed them.
 template <class L>
 void matmul_block32(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0,
                     int64_t r1) {
     const int64_t nb = act.batch(), n = w.n_cols;
-    if (nb < 2) return matmul_rows<L::dot>(w, act, y, ys, r0, r1);
+    if (nb < 2) return matmul_rows4<L::dot4>(w, act, y, ys, r0, r1);
+    const int64_t nb2 = nb - nb % 2, r2 = r0 + (r1 - r0) / 2 * 2;
     const size_t rb = row_bytes(w.type, n);
-    int64_t r = r0;
-    for (; r + 1 < r1; r += 2) {
+    for (int64_t r = r0; r < r2; r += 2) {
         const uint8_t* w0 = w.data + r * rb;
         const uint8_t* w1 = w0 + rb;
-        int64_t b = 0;
-        for (; b + 1 < nb; b += 2) {
+        for (int64_t b = 0; b < nb2; b += 2) {
             const float32x4_t o = block32_2x2<L>(w0, w1, act.row(b), act.row(b + 1), n);
             y[b * ys + r] = vgetq_lane_f32(o, 0);
             y[(b + 1) * ys + r] = vgetq_lane_f32(o, 1);
             y[b * ys + r + 1] = vgetq_lane_f32(o, 2);
             y[(b + 1) * ys + r + 1] = vgetq_lane_f32(o, 3);
         }
-        for (; b < nb; ++b) {
-            y[b * ys + r] = L::dot(w0, act.row(b), n);
-            y[b * ys + r + 1] = L::dot(w1, act.row(b), n);
-        }
     }
-    for (; r < r1; ++r)
-        for (int64_t b = 0; b < nb; ++b) y[b * ys + r] = L::dot(w.data + r * rb, act.row(b), n);
+    if (r2 < r1) rows4_range<L::dot4>(w, act, y, ys, r2, r1, 0, nb2);
+    if (nb2 < nb) rows4_range<L::dot4>(w, act, y, ys, r0, r1, nb2, nb);
 }
 
 // A whole HM_Q4 tile (4 rows) against batch rows b, b+1. The tile's 4x4 nibble blocks are
