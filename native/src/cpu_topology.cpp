@@ -206,49 +206,31 @@ ThreadPlacement place_inference_thread(const std::vector<int>& cores, bool raise
     }
     if (!raise_priority) return p;
 
-    // Real time first. SCHED_RR at the lowest RT priority: time-sliced among the inference
-    // threads, and anything the system runs as real time (audio, display) still outranks it.
-    int policy = 0;
-    sched_param param{};
-    if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 && (policy == SCHED_FIFO || policy == SCHED_RR)) {
-        p.priority_raised = true;
-        p.how += std::string("; already ") + (policy == SCHED_FIFO ? "SCHED_FIFO" : "SCHED_RR") + " priority " +
-                 std::to_string(param.sched_priority);
-        return p;
-    }
-    sched_param rr{};
-    rr.sched_priority = sched_get_priority_min(SCHED_RR);
-    int rc = pthread_setschedparam(pthread_self(), SCHED_RR, &rr);
-    if (rc == 0) {
-        p.priority_raised = true;
-        p.how += "; SCHED_RR priority " + std::to_string(rr.sched_priority);
-        return p;
-    }
-    p.how += std::string("; SCHED_RR refused (") + std::strerror(rc) + ")";
-
-    // Then a thread-level nice: on Linux setpriority(PRIO_PROCESS, tid) affects that thread only.
+    // A thread-level nice only, never a real-time policy: SCHED_RR/FIFO inference threads pinned
+    // to the big cores would outrank the app's UI render thread for the whole generation.
+    // On Linux and OHOS setpriority(PRIO_PROCESS, tid) affects that thread only.
     const long tid = thread_id();
     errno = 0;
     const int current = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
     if (errno != 0) {
-        p.how += std::string(", getpriority failed (") + std::strerror(errno) + ")";
+        p.how += std::string("; getpriority failed (") + std::strerror(errno) + ")";
         return p;
     }
     int last_errno = 0;
     for (int nice = kInferenceNice; nice < 0; ++nice) {
         if (current <= nice) {
             p.priority_raised = true;
-            p.how += ", already nice " + std::to_string(current);
+            p.how += "; already nice " + std::to_string(current);
             return p;
         }
         if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice) == 0) {
             p.priority_raised = true;
-            p.how += ", nice " + std::to_string(nice);
+            p.how += "; nice " + std::to_string(nice);
             return p;
         }
         last_errno = errno;
     }
-    p.how += std::string(", nice refused (") + std::strerror(last_errno) + ")";
+    p.how += std::string("; nice refused (") + std::strerror(last_errno) + ")";
     return p;
 }
 

@@ -155,7 +155,7 @@ Status Engine::create(const ModelConfig& cfg, const ModelWeights& w, const Engin
     } catch (const std::bad_alloc&) {
         return Status::error(ErrorCode::OutOfMemory, "could not allocate " + plan.describe());
     }
-    e->pool_ = std::make_unique<ThreadPool>(o.threads);
+    e->pool_ = std::make_unique<ThreadPool>(o.threads, !o.own_threads);
     *out = std::move(e);
     return Status{};
 }
@@ -297,6 +297,51 @@ Status Engine::forward(const int32_t* tokens, int n_total, int pos0, bool all_lo
 
 void Engine::truncate_cache(int n) {
     if (n < static_cast<int>(cached_.size())) cached_.resize(size_t(std::max(0, n)));
+}
+
+namespace {
+double log_softmax_at(const float* logits, int n, int32_t id) {
+    float mx = logits[0];
+    for (int i = 1; i < n; ++i) mx = std::max(mx, logits[i]);
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
+    return static_cast<double>(logits[id] - mx) - std::log(sum);
+}
+}  // namespace
+
+Status Engine::score(const std::vector<int32_t>& prompt, const std::vector<std::vector<int32_t>>& continuations,
+                     std::vector<double>* logprobs) {
+    if (prompt.empty()) return Status::error(ErrorCode::InvalidArgument, "the prompt is empty");
+    size_t longest = 0;
+    for (const auto& c : continuations) {
+        if (c.empty()) return Status::error(ErrorCode::InvalidArgument, "a label has no tokens");
+        longest = std::max(longest, c.size());
+    }
+    if (prompt.size() + longest > static_cast<size_t>(kv_.n_ctx()))
+        return Status::error(ErrorCode::InvalidArgument, "the text and labels have " + std::to_string(prompt.size() + longest) +
+                                                             " tokens, over the context size of " + std::to_string(kv_.n_ctx()));
+    size_t common = 0;
+    while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+    if (common == prompt.size()) --common;
+    truncate_cache(static_cast<int>(common));
+    Status st = forward(prompt.data() + common, static_cast<int>(prompt.size() - common), static_cast<int>(common));
+    if (!st.ok()) return st;
+    const std::vector<float> after_prompt = logits_;
+    const int n_prompt = static_cast<int>(prompt.size());
+    logprobs->clear();
+    for (const auto& c : continuations) {
+        double lp = log_softmax_at(after_prompt.data(), cfg_.n_vocab, c[0]);
+        if (c.size() > 1) {
+            truncate_cache(n_prompt);
+            st = forward(c.data(), static_cast<int>(c.size() - 1), n_prompt, /*all_logits=*/true);
+            if (!st.ok()) return st;
+            for (size_t k = 1; k < c.size(); ++k)
+                lp += log_softmax_at(&logits_[(k - 1) * size_t(cfg_.n_vocab)], cfg_.n_vocab, c[k]);
+        }
+        truncate_cache(n_prompt);
+        logprobs->push_back(lp);
+    }
+    return Status{};
 }
 
 Status Engine::generate(const std::vector<int32_t>& prompt, const GenerateOptions& options, GenerateResult* result) {

@@ -1,15 +1,11 @@
 #include "hmllm/session.h"
 
 #include <algorithm>
-#include <thread>
+#include <atomic>
+
+#include "hmllm/cpu_topology.h"
 
 namespace hmllm {
-
-int default_thread_count() {
-    // Until big-core detection from sysfs lands, all cores up to 4 (DESIGN: 4 when unknown).
-    const unsigned n = std::thread::hardware_concurrency();
-    return n == 0 ? 4 : static_cast<int>(std::min(n, 4u));
-}
 
 Status Session::open(const std::string& model_path, const SessionOptions& options, std::unique_ptr<Session>* out) {
     std::unique_ptr<Session> s(new Session());
@@ -20,13 +16,23 @@ Status Session::open(const std::string& model_path, const SessionOptions& option
     st = Tokenizer::load(s->model_, &s->tokenizer_);
     if (!st.ok()) return st;
     s->options_ = options;
+    // Threads = big cores (4 when unknown), owned by the engine's pool, pinned to the big cores
+    // and given a raised priority where the system allows it.
+    const CpuTopology topo = read_cpu_topology();
     EngineOptions eo;
-    eo.threads = options.threads > 0 ? options.threads : default_thread_count();
+    eo.threads = options.threads > 0 ? options.threads : default_thread_count(topo);
+    eo.own_threads = true;
     eo.context_size = options.context_size;
     eo.kv_type = options.kv_type;
     eo.memory_budget_bytes = options.memory_budget_bytes;
     st = Engine::create(s->config_, s->weights_, eo, &s->engine_);
     if (!st.ok()) return st;
+    std::atomic<int> raised{0};
+    const bool high = options.high_priority;
+    s->engine_->pool().on_each_thread([&](int) {
+        if (place_inference_thread(topo.big_cores, high).priority_raised) raised++;
+    });
+    s->priority_raised_ = high && raised.load() == s->engine_->threads();
     *out = std::move(s);
     return Status{};
 }
@@ -40,17 +46,34 @@ Status Session::generate_tokens(const std::vector<int32_t>& prompt, const InferR
     go.max_tokens = request.max_tokens;
     go.sampling = request.sampling;
     go.is_end = [this](int32_t id) { return tokenizer_.is_end_of_generation(id); };
+    bool stopped_by_string = false;
     go.on_token = [&](int32_t id) {
+        if (request.should_stop && request.should_stop()) return false;
         std::string piece = decoder.push(id);
+        const size_t before = r.text.size();
         r.text += piece;
+        for (const std::string& stop : request.stop) {
+            const size_t at = stop.empty() ? std::string::npos : r.text.find(stop, before >= stop.size() ? before - stop.size() + 1 : 0);
+            if (at != std::string::npos) {
+                // Emit only what precedes the stop string, then end.
+                if (request.on_piece && at > before) request.on_piece(r.text.substr(before, at - before));
+                r.text.resize(at);
+                stopped_by_string = true;
+                return false;
+            }
+        }
         if (request.on_piece && !piece.empty()) return request.on_piece(piece);
         return true;
     };
     Status st = engine_->generate(prompt, go, &r.generation);
     if (!st.ok()) return st;
-    std::string tail = decoder.flush();
-    r.text += tail;
-    if (request.on_piece && !tail.empty()) request.on_piece(tail);
+    if (!stopped_by_string) {
+        std::string tail = decoder.flush();
+        r.text += tail;
+        if (request.on_piece && !tail.empty()) request.on_piece(tail);
+    } else {
+        r.generation.stop = StopReason::EndOfGeneration;  // a stop string is a normal end
+    }
     *result = std::move(r);
     return Status{};
 }
@@ -58,6 +81,36 @@ Status Session::generate_tokens(const std::vector<int32_t>& prompt, const InferR
 Status Session::generate(std::string_view prompt, const InferRequest& request, InferResult* result) {
     if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
     return generate_tokens(tokenizer_.encode(prompt, tokenizer_.add_bos()), request, result);
+}
+
+Status Session::classify(std::string_view text, const std::vector<std::string>& labels,
+                         const std::vector<std::pair<std::string, std::string>>& examples, ClassifyResult* result) {
+    if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
+    if (labels.empty()) return Status::error(ErrorCode::InvalidArgument, "labels must not be empty");
+    std::string joined;
+    for (size_t i = 0; i < labels.size(); ++i) joined += (i ? ", " : "") + labels[i];
+    std::string prompt;
+    for (const auto& [example, label] : examples)
+        prompt += "Text: \"" + example + "\"\nIntent (one of: " + joined + "): " + label + "\n\n";
+    prompt += "Text: \"" + std::string(text) + "\"\nIntent (one of: " + joined + "):";
+    std::vector<std::vector<int32_t>> conts;
+    for (const std::string& label : labels) conts.push_back(tokenizer_.encode(" " + label, false));
+    ClassifyResult r;
+    Status st = engine_->score(tokenizer_.encode(prompt, tokenizer_.add_bos()), conts, &r.scores);
+    if (!st.ok()) return st;
+    r.best = 0;
+    for (size_t i = 1; i < r.scores.size(); ++i)
+        if (r.scores[i] > r.scores[size_t(r.best)]) r.best = static_cast<int>(i);
+    *result = std::move(r);
+    return Status{};
+}
+
+Status Session::warmup() {
+    if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
+    model_.mapping().prefault();
+    const int32_t first = tokenizer_.bos_id() >= 0 ? tokenizer_.bos_id() : 0;
+    engine_->truncate_cache(0);
+    return engine_->forward(&first, 1, 0);
 }
 
 void Session::release() {

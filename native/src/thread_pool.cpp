@@ -2,8 +2,9 @@
 
 namespace hmllm {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
-    for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+ThreadPool::ThreadPool(int n_threads, bool caller_works)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), caller_works_(caller_works) {
+    for (int i = caller_works_ ? 1 : 0; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -41,7 +42,7 @@ void ThreadPool::worker(int index) {
 
 void ThreadPool::parallel_for(int64_t n_chunks, const std::function<void(int64_t)>& fn) {
     if (n_chunks <= 0) return;
-    if (threads_.empty() || n_chunks == 1) {
+    if (threads_.empty() || (n_chunks == 1 && caller_works_)) {
         for (int64_t c = 0; c < n_chunks; ++c) fn(c);
         return;
     }
@@ -55,7 +56,7 @@ void ThreadPool::parallel_for(int64_t n_chunks, const std::function<void(int64_t
         ++generation_;
     }
     wake_.notify_all();
-    run_chunks();
+    if (caller_works_) run_chunks();
     std::unique_lock<std::mutex> lock(mu_);
     done_.wait(lock, [&] { return busy_ == 0; });
     fn_ = nullptr;
@@ -71,7 +72,7 @@ void ThreadPool::on_each_thread(const std::function<void(int)>& fn) {
         }
         wake_.notify_all();
     }
-    fn(0);
+    if (caller_works_ || threads_.empty()) fn(0);
     if (!threads_.empty()) {
         std::unique_lock<std::mutex> lock(mu_);
         done_.wait(lock, [&] { return busy_ == 0; });

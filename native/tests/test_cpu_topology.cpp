@@ -162,7 +162,8 @@ TEST_CASE(placement_reports_what_took) {
             errno = 0;
             int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
             CHECK_EQ(errno, 0);
-            CHECK(policy == SCHED_FIFO || policy == SCHED_RR || nice < 0);
+            CHECK_EQ(policy, SCHED_OTHER);  // never real time: the UI thread must keep its share
+            CHECK(nice < 0);
         }
         // Priority was raised on this thread only: the main thread keeps an ordinary policy.
     });

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "hmllm/fp16.h"
@@ -39,6 +40,26 @@ TEST_CASE(thread_pool_runs_every_chunk_once_and_is_reusable) {
     std::atomic<int> seen{0};
     pool.on_each_thread([&](int) { seen++; });
     CHECK_EQ(seen.load(), 3);
+}
+
+TEST_CASE(a_pool_that_owns_all_its_threads_leaves_the_caller_idle) {
+    ThreadPool pool(2, /*caller_works=*/false);
+    const std::thread::id caller = std::this_thread::get_id();
+    for (int round = 0; round < 50; ++round) {
+        std::atomic<int> on_caller{0}, total{0};
+        pool.parallel_for(1 + round % 5, [&](int64_t) {
+            total++;
+            if (std::this_thread::get_id() == caller) on_caller++;
+        });
+        CHECK_EQ(total.load(), 1 + round % 5);
+        CHECK_EQ(on_caller.load(), 0);
+    }
+    std::atomic<int> seen{0};
+    pool.on_each_thread([&](int) {
+        CHECK(std::this_thread::get_id() != caller);
+        seen++;
+    });
+    CHECK_EQ(seen.load(), 2);
 }
 
 TEST_CASE(sampler_greedy_takes_the_lowest_index_among_ties) {

@@ -48,10 +48,10 @@ struct ThreadPlacement {
 };
 
 // Applies to the calling thread: pins it to `cores` (sched_setaffinity; false when refused or
-// `cores` is empty) and, if asked, raises its priority: SCHED_RR at the lowest real-time priority
-// where permitted (usually refused for apps), else a thread-level nice (setpriority on the tid,
-// trying kInferenceNice first and then smaller steps that RLIMIT_NICE may allow). Never lowers a
-// priority that is already higher. Reports only what took.
+// `cores` is empty) and, if asked, raises its priority with a thread-level nice (setpriority on
+// the tid, trying kInferenceNice first and then smaller steps that RLIMIT_NICE may allow) — not a
+// real-time policy, which would outrank the UI thread. Never lowers a priority that is already
+// higher. Reports only what took.
 constexpr int kInferenceNice = -10;
 ThreadPlacement place_inference_thread(const std::vector<int>& cores, bool raise_priority);
 

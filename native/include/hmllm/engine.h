@@ -20,6 +20,7 @@ namespace hmllm {
 
 struct EngineOptions {
     int threads = 1;
+    bool own_threads = false;  // the pool owns all threads (so they can be pinned); the caller waits
     int context_size = 2048;  // bounded by the model's training context
     KvType kv_type = KvType::F16;
     uint64_t memory_budget_bytes = 0;  // 0: no limit
@@ -61,6 +62,11 @@ public:
                          std::unique_ptr<Engine>* out);
 
     Status generate(const std::vector<int32_t>& prompt, const GenerateOptions& options, GenerateResult* result);
+
+    // Log-probability of each continuation (summed over its tokens) after the prompt; the prompt's
+    // KV is computed once (and reused from the previous request where the prefix matches).
+    Status score(const std::vector<int32_t>& prompt, const std::vector<std::vector<int32_t>>& continuations,
+                 std::vector<double>* logprobs);
 
     // Runs tokens at positions [pos, pos + n) through the model; logits of the last one land in
     // logits() (all n positions when all_logits, rows of n_vocab). Exposed for evaluation tools.

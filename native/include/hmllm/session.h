@@ -22,6 +22,7 @@ struct SessionOptions {
     int context_size = 2048;    // tokens; bounded by the model's training context
     KvType kv_type = KvType::F16;
     uint64_t memory_budget_bytes = 0;  // 0: no limit
+    bool high_priority = true;         // raise the inference threads' priority where permitted
 };
 
 struct InferRequest {
@@ -29,6 +30,15 @@ struct InferRequest {
     SamplingOptions sampling;
     // Each piece of text as it is decoded (whole UTF-8 characters only); return false to stop.
     std::function<bool(const std::string&)> on_piece;
+    // Asked before every new token (cancel, timeout); true stops with what has been generated.
+    std::function<bool()> should_stop;
+    // Generation stops when the text ends with one of these (the stop string is not returned).
+    std::vector<std::string> stop;
+};
+
+struct ClassifyResult {
+    int best = -1;                // index into the labels
+    std::vector<double> scores;   // log-probability of each label after the prompt
 };
 
 struct InferResult {
@@ -49,6 +59,16 @@ public:
     // The same with prompt token ids instead of text (evaluation, tests with tiny vocabularies).
     Status generate_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result);
 
+    // Intent recognition by label likelihood: scores " <label>" after
+    //   Text: "<text>"\nIntent (one of: a, b, c):
+    // (optionally preceded by labelled examples, which help small base models a lot).
+    Status classify(std::string_view text, const std::vector<std::string>& labels,
+                    const std::vector<std::pair<std::string, std::string>>& examples, ClassifyResult* result);
+
+    // Touches every page of the mapped weights and runs one token, so the first request does not
+    // pay for page faults; the BOS it leaves in the KV cache is reused by the next prompt.
+    Status warmup();
+
     // Frees the engine and unmaps the model now; idempotent. Any later request fails.
     void release();
     bool released() const { return released_; }
@@ -57,6 +77,8 @@ public:
     const Tokenizer& tokenizer() const { return tokenizer_; }
     Engine& engine() { return *engine_; }
     const SessionOptions& options() const { return options_; }
+    int threads() const { return engine_ ? engine_->threads() : 0; }
+    bool priority_raised() const { return priority_raised_; }
 
 private:
     Session() = default;
@@ -67,8 +89,7 @@ private:
     std::unique_ptr<Engine> engine_;
     SessionOptions options_;
     bool released_ = false;
+    bool priority_raised_ = false;
 };
-
-int default_thread_count();
 
 }  // namespace hmllm

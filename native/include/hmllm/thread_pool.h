@@ -15,8 +15,10 @@ namespace hmllm {
 
 class ThreadPool {
 public:
-    // n_threads counts the calling thread, which works too; 1 means no extra threads.
-    explicit ThreadPool(int n_threads);
+    // With caller_works, n_threads counts the calling thread, which runs chunks too (1 means no
+    // extra threads). Without it the pool owns all n_threads, so they can be pinned and
+    // prioritised once, and the caller (e.g. a shared libuv worker) only waits.
+    explicit ThreadPool(int n_threads, bool caller_works = true);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -26,7 +28,7 @@ public:
     // Calls fn(chunk) for every chunk in [0, n_chunks) across the pool; returns when all are done.
     void parallel_for(int64_t n_chunks, const std::function<void(int64_t)>& fn);
 
-    // Runs fn(thread_index) once on every thread (e.g. to set priority or affinity).
+    // Runs fn(thread_index) once on every thread that runs chunks (to set priority or affinity).
     void on_each_thread(const std::function<void(int)>& fn);
 
 private:
@@ -34,6 +36,7 @@ private:
     void run_chunks();
 
     int n_threads_;
+    bool caller_works_;
     std::vector<std::thread> threads_;
     std::mutex mu_;
     std::condition_variable wake_, done_;

@@ -13,6 +13,8 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 const needsModel = { skip: model ? false : 'HMBUILD_TEST_MODEL is not set' };
 const small = { contextSize: 128, threads: 2 };
+const MOON = 'In 1969, the first human to walk on the moon was';
+const buf = (s) => enc.encode(s).buffer;
 
 function expectCode(fn, code, type = Error) {
   assert.throws(fn, (err) => {
@@ -23,44 +25,162 @@ function expectCode(fn, code, type = Error) {
   });
 }
 
-test('exports exactly init, inferAsync and release', () => {
-  assert.deepEqual(Object.keys(lib).sort(), ['inferAsync', 'init', 'release']);
-});
-
-test('init maps the model and returns a session id', needsModel, () => {
-  const id = lib.init(model, small);
-  assert.ok(Number.isInteger(id) && id > 0);
-  lib.release(id);
+test('exports exactly the contract', () => {
+  assert.deepEqual(Object.keys(lib).sort(),
+    ['cancel', 'classifyAsync', 'inferAsync', 'init', 'release', 'stats', 'warmup']);
 });
 
 test('inferAsync continues the prompt off the JS thread and resolves an ArrayBuffer', needsModel, async () => {
   const id = lib.init(model, small);
-  const pending = lib.inferAsync(id, enc.encode('In 1969, the first human to walk on the moon was').buffer, { maxTokens: 3 });
+  const pending = lib.inferAsync(id, buf(MOON), { maxTokens: 3 });
   assert.ok(pending instanceof Promise);
   const out = await pending;
   assert.ok(out instanceof ArrayBuffer);
   assert.match(dec.decode(out), /Neil Armstrong/);
+  const s = lib.stats(id);
+  assert.equal(s.outputTokens, 3);
+  assert.ok(s.inputTokens >= 10 && s.ttftMs > 0 && s.decodeTokensPerSec > 0 && s.prefillTokensPerSec > 0);
+  assert.ok(s.peakRssBytes > 0 && s.threads >= 1 && typeof s.priorityRaised === 'boolean');
+  assert.equal(s.degraded, 'none');
+  lib.release(id);
+});
+
+test('the callback form delivers the result, and an error with an empty buffer', needsModel, async () => {
+  const id = lib.init(model, small);
+  const [out, err] = await new Promise((resolve) => {
+    assert.equal(lib.inferAsync(id, buf(MOON), { maxTokens: 3 }, (r, e) => resolve([r, e])), undefined);
+  });
+  assert.equal(err, undefined);
+  assert.match(dec.decode(out), /Neil Armstrong/);
+  const [empty, e2] = await new Promise((resolve) => {
+    lib.inferAsync(id, buf('word '.repeat(200)), {}, (r, e) => resolve([r, e]));
+  });
+  assert.equal(empty.byteLength, 0);
+  assert.equal(e2.code, 'INVALID_ARGUMENT');
+  lib.release(id);
+});
+
+test('onToken pieces arrive in order, before the result, and concatenate to it', needsModel, async () => {
+  const id = lib.init(model, small);
+  const pieces = [];
+  const out = dec.decode(await lib.inferAsync(id, buf(MOON), { maxTokens: 6, onToken: (p) => pieces.push(p) }));
+  assert.ok(pieces.length >= 3);
+  assert.equal(pieces.join(''), out);
   lib.release(id);
 });
 
 test('requests on one session run in turn and each gets its own result', needsModel, async () => {
   const id = lib.init(model, small);
-  const ask = (p) => lib.inferAsync(id, enc.encode(p).buffer, { maxTokens: 3 }).then((b) => dec.decode(b));
-  const a = 'In 1969, the first human to walk on the moon was';
+  const ask = (p) => lib.inferAsync(id, buf(p), { maxTokens: 3 }).then((b) => dec.decode(b));
   const b = 'def fibonacci(n):';
-  const soloA = await ask(a);
+  const soloA = await ask(MOON);
   const soloB = await ask(b);
   assert.notEqual(soloA, soloB);
-  // Queued together, interleaved with the cached prefix changing under them: same greedy answers.
-  assert.deepEqual(await Promise.all([ask(b), ask(a), ask(b)]), [soloB, soloA, soloB]);
+  assert.deepEqual(await Promise.all([ask(b), ask(MOON), ask(b)]), [soloB, soloA, soloB]);
+  lib.release(id);
+});
+
+test('ten requests fired together with maxPending 3: one runs, three wait, six are BUSY', needsModel, async () => {
+  const id = lib.init(model, { ...small, maxPending: 3 });
+  const results = await Promise.allSettled(
+    Array.from({ length: 10 }, () => lib.inferAsync(id, buf('The capital of France is'), { maxTokens: 1 })));
+  const busy = results.filter((r) => r.status === 'rejected' && r.reason.code === 'BUSY');
+  const done = results.filter((r) => r.status === 'fulfilled');
+  assert.equal(busy.length, 6);
+  assert.equal(done.length, 4);
+  lib.release(id);
+});
+
+test('a request past its timeout resolves with what it has and is counted as degraded', needsModel, async () => {
+  const id = lib.init(model, small);
+  const out = await lib.inferAsync(id, buf(MOON), { maxTokens: 100, timeoutMs: 1 });
+  assert.ok(out instanceof ArrayBuffer);
+  const s = lib.stats(id);
+  assert.equal(s.degraded, 'timeout');
+  assert.equal(s.degradedCount, 1);
+  assert.ok(s.outputTokens < 100);
+  lib.release(id);
+});
+
+test('cancel stops the running request at the next token with CANCELLED', needsModel, async () => {
+  const id = lib.init(model, small);
+  let tokens = 0;
+  const pending = lib.inferAsync(id, buf(MOON), { maxTokens: 100, onToken: () => { if (++tokens === 1) lib.cancel(id); } });
+  await assert.rejects(pending, (err) => err.code === 'CANCELLED');
+  assert.equal(lib.stats(id).degraded, 'cancelled');
+  assert.ok(tokens < 100);
+  lib.cancel(id);  // nothing running: nothing happens
+  assert.match(dec.decode(await lib.inferAsync(id, buf(MOON), { maxTokens: 3 })), /Neil Armstrong/);
+  lib.release(id);
+});
+
+test('release during a request cancels it, waits for the worker and frees; waiting ones get RELEASED', needsModel, async () => {
+  const id = lib.init(model, small);
+  let released = false;
+  const running = lib.inferAsync(id, buf(MOON), {
+    maxTokens: 100, onToken: () => { if (!released) { released = true; lib.release(id); } },
+  });
+  const waiting = lib.inferAsync(id, buf(MOON), { maxTokens: 2 });
+  const [r, w] = await Promise.allSettled([running, waiting]);
+  assert.ok(r.status === 'fulfilled' || r.reason.code === 'CANCELLED');
+  assert.equal(w.status, 'rejected');
+  assert.ok(['RELEASED', 'CANCELLED'].includes(w.reason.code));
+  expectCode(() => lib.stats(id), 'RELEASED');
+});
+
+test('release twice is fine and every call after release is RELEASED', needsModel, () => {
+  const id = lib.init(model, small);
+  lib.release(id);
+  lib.release(id);
+  expectCode(() => lib.inferAsync(id, new ArrayBuffer(4)), 'RELEASED');
+  expectCode(() => lib.classifyAsync(id, new ArrayBuffer(4), ['a']), 'RELEASED');
+  expectCode(() => lib.warmup(id), 'RELEASED');
+  expectCode(() => lib.stats(id), 'RELEASED');
+  lib.cancel(id);
+});
+
+test('classifyAsync routes an alarm request to alarm', needsModel, async () => {
+  const id = lib.init(model, { ...small, contextSize: 256 });
+  const r = await lib.classifyAsync(id, buf('Set an alarm for 7 am tomorrow'), ['alarm', 'weather', 'music']);
+  assert.equal(r.label, 'alarm');
+  assert.equal(r.scores.length, 3);
+  assert.ok(r.scores.every((s) => s < 0));
+  assert.ok(r.scores[0] > r.scores[1] && r.scores[0] > r.scores[2]);
+  lib.release(id);
+});
+
+test('warmup resolves and the next request still gives the same answer', needsModel, async () => {
+  const id = lib.init(model, small);
+  assert.equal(await lib.warmup(id), undefined);
+  assert.match(dec.decode(await lib.inferAsync(id, buf(MOON), { maxTokens: 3 })), /Neil Armstrong/);
+  lib.release(id);
+});
+
+test('stop strings end generation without being returned', needsModel, async () => {
+  const id = lib.init(model, small);
+  const out = dec.decode(await lib.inferAsync(id, buf(MOON), { maxTokens: 8, stop: ['.'] }));
+  assert.equal(out, ' Neil Armstrong');
+  lib.release(id);
+});
+
+test('invalid UTF-8 and control characters are cleaned; emoji and CJK pass', needsModel, async () => {
+  const id = lib.init(model, small);
+  const bytes = new Uint8Array([...enc.encode('会议 🚀 '), 0xff, 0x01, 0x1b, ...enc.encode(' note:')]);
+  const out = await lib.inferAsync(id, bytes.buffer, { maxTokens: 2 });
+  assert.ok(out instanceof ArrayBuffer);
   lib.release(id);
 });
 
 test('a prompt over the context size is INVALID_ARGUMENT naming the limit', needsModel, async () => {
   const id = lib.init(model, { contextSize: 16, threads: 1 });
-  await assert.rejects(lib.inferAsync(id, enc.encode('word '.repeat(40)).buffer, { maxTokens: 1 }),
+  await assert.rejects(lib.inferAsync(id, buf('word '.repeat(40)), { maxTokens: 1 }),
     (err) => err.code === 'INVALID_ARGUMENT' && /16/.test(err.message));
   lib.release(id);
+});
+
+test('a memory budget below the model is OUT_OF_MEMORY with the breakdown', needsModel, () => {
+  assert.throws(() => lib.init(model, { memoryBudgetBytes: 100e6 }),
+    (err) => err.code === 'OUT_OF_MEMORY' && /weights/.test(err.message) && /KV cache/.test(err.message));
 });
 
 test('a missing model file is MODEL_LOAD_FAILED naming the file', () => {
@@ -68,47 +188,41 @@ test('a missing model file is MODEL_LOAD_FAILED naming the file', () => {
   assert.throws(() => lib.init(missing), (err) => err.code === 'MODEL_LOAD_FAILED' && err.message.includes('nope.gguf'));
 });
 
-test('a file that is not GGUF is MODEL_LOAD_FAILED', () => {
+test('a file that is not GGUF, or a GGUF that is no language model, is MODEL_LOAD_FAILED', () => {
   const bogus = join(dirname(tiny), 'bogus.gguf');
   writeFileSync(bogus, 'this is not a model at all, just some text');
   expectCode(() => lib.init(bogus), 'MODEL_LOAD_FAILED');
-});
-
-test('a valid GGUF that is not a language model is MODEL_LOAD_FAILED', () => {
   expectCode(() => lib.init(tiny), 'MODEL_LOAD_FAILED');
 });
 
 test('wrong argument types are TypeErrors with code INVALID_ARGUMENT', needsModel, () => {
-  expectCode(() => lib.init(42), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.init(), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.init(model, 'fast'), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.init(model, { threads: -1 }), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.init(model, { contextSize: 1.5 }), 'INVALID_ARGUMENT', TypeError);
+  const bad = (fn) => expectCode(fn, 'INVALID_ARGUMENT', TypeError);
+  bad(() => lib.init(42));
+  bad(() => lib.init());
+  bad(() => lib.init(model, 'fast'));
+  bad(() => lib.init(model, { threads: -1 }));
+  bad(() => lib.init(model, { contextSize: 1.5 }));
+  bad(() => lib.init(model, { kvCacheType: 'q4' }));
+  bad(() => lib.init(model, { highPriority: 'yes' }));
+  bad(() => lib.init(model, { maxPending: -1 }));
   const id = lib.init(model, small);
-  expectCode(() => lib.inferAsync(id, 'text, not a buffer'), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.inferAsync(id, [1, 2, 3]), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.inferAsync('1', new ArrayBuffer(1)), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.inferAsync(id), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.inferAsync(id, new ArrayBuffer(1), { maxTokens: 0 }), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.inferAsync(id, new ArrayBuffer(1), 5), 'INVALID_ARGUMENT', TypeError);
-  expectCode(() => lib.release({}), 'INVALID_ARGUMENT', TypeError);
+  bad(() => lib.inferAsync(id, 'text, not a buffer'));
+  bad(() => lib.inferAsync(id, [1, 2, 3]));
+  bad(() => lib.inferAsync('1', new ArrayBuffer(1)));
+  bad(() => lib.inferAsync(id));
+  bad(() => lib.inferAsync(id, new ArrayBuffer(1), { maxTokens: 0 }));
+  bad(() => lib.inferAsync(id, new ArrayBuffer(1), { temperature: -1 }));
+  bad(() => lib.inferAsync(id, new ArrayBuffer(1), { stop: 'x' }));
+  bad(() => lib.inferAsync(id, new ArrayBuffer(1), { onToken: 5 }));
+  bad(() => lib.inferAsync(id, new ArrayBuffer(1), 5));
+  bad(() => lib.inferAsync(id, new ArrayBuffer(1), {}, 'not a function'));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), 'alarm'));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), []));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['ok', 7]));
+  bad(() => lib.classifyAsync(id, 'text', ['a']));
+  bad(() => lib.warmup());
+  bad(() => lib.cancel(null));
+  bad(() => lib.stats('x'));
+  bad(() => lib.release({}));
   lib.release(id);
-});
-
-test('release twice is fine and use after release is RELEASED', needsModel, () => {
-  const id = lib.init(model, small);
-  lib.release(id);
-  lib.release(id);
-  expectCode(() => lib.inferAsync(id, new ArrayBuffer(4)), 'RELEASED');
-});
-
-test('a request queued before release settles with RELEASED or its result, never a crash', needsModel, async () => {
-  const id = lib.init(model, small);
-  const pending = lib.inferAsync(id, enc.encode('The capital of France is').buffer, { maxTokens: 2 });
-  lib.release(id);
-  try {
-    assert.ok((await pending) instanceof ArrayBuffer);
-  } catch (err) {
-    assert.equal(err.code, 'RELEASED');
-  }
 });
