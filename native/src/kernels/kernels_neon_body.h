@@ -30,16 +30,6 @@ inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
 inline int8x16_t lo_nib(uint8x16_t v) { return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0F))); }
 inline int8x16_t hi_nib(uint8x16_t v) { return vreinterpretq_s8_u8(vshrq_n_u8(v, 4)); }
 
-void scale_min(int j, const uint8_t* s, int* sc, int* m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 // Exactly rounded a*b + c (one fmadd), as std::fma in the scalar reference.
 inline float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
@@ -167,15 +157,25 @@ void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float o
 // K-quants: one row, the super-block's integer sums reduced exactly, then its float steps.
 float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
+    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         const int8_t* q = a.q + kQKK * i;
         const int16_t* bs = a.s + 16 * i;
-        int sc[8], m[8], msum = 0;
-        for (int j = 0; j < 8; ++j) {
-            scale_min(j, b[i].scales, &sc[j], &m[j]);
-            msum += m[j] * (bs[2 * j] + bs[2 * j + 1]);
-        }
+        // Unpack the 6-bit scales into bytes 0..7 of u and the mins into bytes 8..15 (the bit
+        // layout of q4k_scale_min, four sub-blocks per 32-bit word).
+        uint32_t u[4];
+        __builtin_memcpy(u, b[i].scales, 12);
+        u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+        const uint32_t mins_lo = u[1] & k1;
+        u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+        u[2] = mins_lo;
+        u[0] &= k1;
+        const uint8_t* sc = reinterpret_cast<const uint8_t*>(u);
+        // Mins times the activation sums of their 32 elements (two 16-sums each).
+        const int16x8_t asum = vpaddq_s16(vld1q_s16(bs), vld1q_s16(bs + 8));
+        const int16x8_t mn = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sc + 8)));
+        const int msum = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(mn), vget_low_s16(asum)), mn, asum));
         int32x4_t isum = vdupq_n_s32(0);
         for (int c = 0; c < 4; ++c) {
             const uint8x16_t r0 = vld1q_u8(b[i].qs + 32 * c), r1 = vld1q_u8(b[i].qs + 32 * c + 16);
@@ -221,10 +221,17 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
             }
         }
         // q - 32: the offset times each sub-block's activation sum, in integers.
+        // (lanes wrap freely; their total is exact).
         const int16_t* bs = a.s + 16 * i;
-        int bias = 0;
-        for (int j = 0; j < 16; ++j) bias += b[i].scales[j] * bs[j];
-        acc = fma1(static_cast<float>(vaddvq_s32(isum) - 32 * bias), h2f(b[i].d) * a.d[i], acc);
+        const int8x16_t sc8 = vld1q_s8(b[i].scales);
+        const int16x8_t s0 = vmovl_s8(vget_low_s8(sc8)), s1 = vmovl_high_s8(sc8);
+        const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
+        int32x4_t bias = vmull_s16(vget_low_s16(s0), vget_low_s16(a0));
+        bias = vmlal_high_s16(bias, s0, a0);
+        bias = vmlal_s16(bias, vget_low_s16(s1), vget_low_s16(a1));
+        bias = vmlal_high_s16(bias, s1, a1);
+        const int total = vaddvq_s32(vsubq_s32(isum, vshlq_n_s32(bias, 5)));
+        acc = fma1(static_cast<float>(total), h2f(b[i].d) * a.d[i], acc);
     }
     return acc;
 }
