@@ -25,7 +25,9 @@
 //     4-lane accumulators, then the same halvings.)
 // A SIMD kernel reduces each block's integer sum horizontally and then does the float step for
 // that block; lanes may hold different outputs (rows / batch rows) as long as each lane does
-// exactly the operations above.
+// exactly the operations above. This assumes the default FP environment (round to nearest,
+// no flush-to-zero), which nothing in hmllm changes; activation quantization is one scalar
+// function for all sets (kernels_scalar.cpp).
 #pragma once
 
 #include <cstdint>
