@@ -33,6 +33,7 @@ class BuildResult:
     library: Path
     build_dir: Path
     up_to_date: bool  # nothing was rebuilt
+    sanitize: bool = False  # built with AddressSanitizer + UBSan
 
     def to_json(self) -> dict:
         return {
@@ -42,6 +43,7 @@ class BuildResult:
             "library": str(self.library),
             "build_dir": str(self.build_dir),
             "up_to_date": self.up_to_date,
+            "sanitize": self.sanitize,
         }
 
 
@@ -112,9 +114,16 @@ def _write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def build(project: Project, target: Target, build_type: str, verbose: bool = False) -> BuildResult:
+SANITIZE_FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+
+
+def build(project: Project, target: Target, build_type: str, verbose: bool = False,
+          sanitize: bool = False) -> BuildResult:
     target.require_buildable()
-    build_dir = project.build_dir(target.name, build_type)
+    if sanitize and target.name != "host":
+        raise HmbuildError("--sanitize works for the host target only (the sanitizer runtimes must load into the "
+                           "host Node.js); use --target host.")
+    build_dir = project.build_dir(target.name, build_type, sanitize)
     conan_dir = build_dir / "conan"
     conan_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / "hmbuild-build.log"
@@ -135,6 +144,9 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
     ]
     if headers:
         cmake_args.append(f"-DNODE_API_HEADERS_DIR={headers}")
+    if sanitize:
+        cmake_args += [f"-DCMAKE_CXX_FLAGS={SANITIZE_FLAGS}", f"-DCMAKE_EXE_LINKER_FLAGS={SANITIZE_FLAGS}",
+                       f"-DCMAKE_SHARED_LINKER_FLAGS={SANITIZE_FLAGS}"]
     conanfile = project.root / "conanfile.py"
     stamp_text = "\n".join([__version__, profile_text, conanfile.read_text(encoding="utf-8"), *cmake_args])
     stamp_hash = hashlib.sha256(stamp_text.encode()).hexdigest()
@@ -165,4 +177,5 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
         library=library,
         build_dir=build_dir,
         up_to_date=configured and "no work to do" in out,
+        sanitize=sanitize,
     )

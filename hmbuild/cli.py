@@ -105,10 +105,11 @@ def build_cmd(ctx, target_flag, build_type_flag, as_json, verbose):
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
 @click.option("--model", "model_flag", type=click.Path(dir_okay=False, path_type=Path),
               help="Model file for the tests that run a real model (default: the cached Gemma 3 270M, fetched on first use).")
+@click.option("--sanitize", is_flag=True, help="Build with AddressSanitizer + UBSan (host) and run the same suites.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
 @click.pass_context
-def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, as_json, verbose):
+def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, as_json, verbose):
     """Build, then run the native (ctest) and NAPI (node:test) tests for a target."""
     from hmbuild.builder import build
     from hmbuild.runners import check_cpu, ensure_runnable, run_tests
@@ -118,7 +119,7 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, as_json, v
     cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
     cpu = check_cpu(target, cpu)
     model = _model_path(model_flag)
-    result = build(project, target, build_type, verbose=verbose)
+    result = build(project, target, build_type, verbose=verbose, sanitize=sanitize)
     report = run_tests(project, target, result, cpu, verbose=verbose, model=model)
     for suite in report.suites:
         for failure in suite.failures:

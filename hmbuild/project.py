@@ -27,8 +27,8 @@ class Project:
     def cpp_dir(self) -> Path:
         return self.root / "src" / "main" / "cpp"
 
-    def build_dir(self, target: str, build_type: str) -> Path:
-        return self.root / "build" / f"{target}-{build_type.lower()}"
+    def build_dir(self, target: str, build_type: str, sanitize: bool = False) -> Path:
+        return self.root / "build" / f"{target}-{build_type.lower()}{'-asan' if sanitize else ''}"
 
     def setting(self, section: str, key: str, flag_value=None, env: str | None = None, default=None):
         """One setting, resolved flag > HMBUILD_<env> > hmbuild.toml [section] key > default."""

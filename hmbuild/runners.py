@@ -99,6 +99,20 @@ _HARNESS_SUMMARY = re.compile(r"^# (\d+) passed, (\d+) failed$", re.M)
 _HARNESS_FAIL = re.compile(r"^FAIL (\S+): (.*)$", re.M)
 
 
+def sanitizer_env(target: Target) -> dict[str, str]:
+    """Node.js is not built with ASan, so the runtimes are preloaded for the addon to use them;
+    leak checking is off because Node itself keeps allocations alive at exit."""
+    libs = []
+    for name in ("libasan.so", "libubsan.so"):
+        out = subprocess.run([target.cxx or "g++", f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
+        if not out or out == name:
+            raise HmbuildError(f"The compiler has no {name}; install it with: apt-get install -y g++")
+        libs.append(out)
+    return {"LD_PRELOAD": ":".join(libs),
+            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=86",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87"}
+
+
 def parse_junit(path: Path) -> SuiteResult:
     """Counts ctest results. A test binary built on native/tests/test_main.h reports its own
     cases ("ok NAME" / "FAIL NAME: where" and a summary line); those are counted one by one."""
@@ -198,6 +212,8 @@ def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | N
     ensure_runnable(target)
     cpu = check_cpu(target, cpu)
     env = _test_env(target, build.library, cpu, model)
+    if build.sanitize:
+        env.update(sanitizer_env(target))
     print(f"hmbuild: ctest in {build.build_dir}" + (f" (qemu -cpu {cpu})" if cpu else ""), file=sys.stderr)
     suites = [run_ctest(build, env, verbose)]
     suites += run_node_tests(project, target, env, verbose)

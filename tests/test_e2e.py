@@ -51,7 +51,21 @@ def test_host_tests_pass(project):
     proc = run_hmbuild("-C", str(project), "test", "--target", "host")
     passed, failed = summary(proc)
     assert proc.returncode == 0, proc.stderr
-    assert failed == 0 and passed >= 10
+    assert failed == 0 and passed >= 100
+
+
+def test_host_suites_pass_with_address_sanitizer(project):
+    """The same native and NAPI suites with ASan + UBSan: the runtimes are preloaded into Node."""
+    proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["failed"] == 0 and report["passed"] >= 100
+    assert (project / "build" / "host-release-asan" / "libdemo.so").is_file()
+
+
+def test_sanitize_is_refused_for_cross_targets(project):
+    proc = run_hmbuild("-C", str(project), "test", "--target", "linux-arm64", "--sanitize")
+    assert proc.returncode != 0 and "host target only" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @arm64
