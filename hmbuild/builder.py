@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from hmbuild import __version__
+from hmbuild.api_schema import regenerate_if_stale
 from hmbuild.errors import HmbuildError
 from hmbuild.node_tools import napi_headers_dir
 from hmbuild.project import Project
@@ -119,6 +120,7 @@ SANITIZE_FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sani
 
 def build(project: Project, target: Target, build_type: str, verbose: bool = False,
           sanitize: bool = False) -> BuildResult:
+    regenerate_if_stale(project)  # an edited api.toml reaches napi_init.cpp and Index.d.ts before compiling
     target.require_buildable()
     if sanitize and target.name != "host":
         raise HmbuildError("--sanitize works for the host target only (the sanitizer runtimes must load into the "

@@ -270,6 +270,23 @@ def fetch_model_cmd(model, as_json):
         click.echo(str(path))
 
 
+@cli.command("api")
+@click.option("--check", is_flag=True, help="Write nothing; fail, naming the file, if a generated file is out of date.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def api_cmd(ctx, check, as_json):
+    """Regenerate napi_init.cpp and Index.d.ts from the project's API description (api.toml)."""
+    from hmbuild.api_schema import project_api
+    from hmbuild.project import load_project
+
+    results = project_api(load_project(ctx.obj["dir"]), check=check)
+    if as_json:
+        _emit_json({"ok": True, "files": [r.to_json() for r in results]})
+    else:
+        for r in results:
+            click.echo(f"{r.path}: {'up to date' if r.state == 'unchanged' else r.state}")
+
+
 def main():
     cli(prog_name="hmbuild")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import jinja2
 
 from hmbuild import __version__
+from hmbuild.api_schema import write_project_api
 from hmbuild.errors import HmbuildError
 from hmbuild.resources import native_dir, templates_dir
 from hmbuild.targets import plain_cmake_presets
@@ -111,6 +112,8 @@ def new_project(directory: str | Path, name: str | None = None) -> NewResult:
     try:
         files = render_tree("project", staging, context)
         files += vendor_runtime(staging)
+        # napi_init.cpp and Index.d.ts come from the project's api.toml and its vendored NAPI headers.
+        files += [f.path for f in write_project_api(staging, name)]
         if root.exists():
             root.rmdir()  # empty, checked above
         staging.rename(root)
