@@ -201,6 +201,27 @@ def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, 
         _emit_json(data)
 
 
+@cli.command("package")
+@click.option("--target", "target_flags", multiple=True,
+              help="ohos-arm64 | ohos-x86_64 | linux-arm64 (layout check only); repeatable. Default: the ohos targets built.")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def package_cmd(ctx, target_flags, build_type_flag, as_json):
+    """Pack the built libraries and the ArkTS wrapper into build/<name>-<version>.har."""
+    from hmbuild.packaging import package_har
+    from hmbuild.project import load_project, resolve_build_type
+
+    project = load_project(ctx.obj["dir"])
+    result = package_har(project, list(target_flags) or None, resolve_build_type(project, build_type_flag))
+    for warning in result.warnings:
+        click.echo(f"hmbuild: warning: {warning}", err=True)
+    if as_json:
+        _emit_json({"ok": True, **result.to_json()})
+    else:
+        click.echo(f"{result.har} ({', '.join(result.abis)}; {len(result.files)} files, {result.size_bytes} bytes)")
+
+
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def targets(as_json):
