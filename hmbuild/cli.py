@@ -222,6 +222,25 @@ def package_cmd(ctx, target_flags, build_type_flag, as_json):
         click.echo(f"{result.har} ({', '.join(result.abis)}; {len(result.files)} files, {result.size_bytes} bytes)")
 
 
+@cli.command("lint")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def lint_cmd(ctx, as_json):
+    """Check the project's .ets files with OpenHarmony's ArkTS linter (ohos-typescript)."""
+    from hmbuild.arkts_lint import lint_project
+    from hmbuild.project import load_project
+
+    report = lint_project(load_project(ctx.obj["dir"]).root)
+    if as_json:
+        _emit_json({"ok": report.errors == 0, **report.to_json()})
+    else:
+        for p in report.problems:
+            click.echo(f"{p.file}:{p.line}:{p.column}: {p.severity}: {p.message} ({p.rule})")
+        click.echo(f"{len(report.files)} files, {report.errors} errors, {len(report.problems) - report.errors} warnings")
+    if report.errors:
+        ctx.exit(1)
+
+
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def targets(as_json):

@@ -80,6 +80,9 @@ def _test_env(target: Target, library: Path | None, cpu: str | None, model: Path
     env = tool_env()
     if library:
         env["HMBUILD_LIBRARY"] = str(library)
+        # tests/napi/service.test.mjs transpiles the project's ArkTS with it (pure JS: any Node).
+        from hmbuild.arkts_lint import ohos_typescript_dir
+        env["HMBUILD_OHOS_TYPESCRIPT"] = str(ohos_typescript_dir(install=True))
     env["HMBUILD_TARGET"] = target.name
     if model:
         # The real model for tests whose behaviour depends on text (native tests read HMLLM_*).

@@ -1,0 +1,257 @@
+// The app-side ArkTS (InferenceService, ModelManager) run in Node.js against the real library and
+// the real model: src/main/ets/*.ets are transpiled with ohos-typescript at load time
+// (tests/arkts/load_ets.mjs); only platform/Platform.ets is replaced, by tests/arkts/TestPlatform.mjs.
+// Small contexts and few tokens keep it quick under qemu-aarch64.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { loadLibrary } from './load_library.mjs';
+import { etsLoader } from '../arkts/load_ets.mjs';
+import { TestPlatform } from '../arkts/TestPlatform.mjs';
+
+const MB = 1024 * 1024;
+const GB = 1024 * MB;
+const lib = loadLibrary();
+const model = process.env.HMBUILD_TEST_MODEL;
+const needsModel = { skip: model ? false : 'HMBUILD_TEST_MODEL is not set' };
+
+// The addon as the ArkTS sees it, counting the calls that cross NAPI.
+const calls = { init: 0, inferAsync: 0, classifyAsync: 0, warmup: 0 };
+const native = { ...lib };
+for (const name of Object.keys(calls)) {
+  native[name] = (...args) => { calls[name]++; return lib[name](...args); };
+}
+const load = etsLoader(native);
+const { InferenceService, ServiceError, PromptTemplate, SUMMARY_TEMPLATE } = load('InferenceService');
+const { ModelManager } = load('ModelManager');
+const { DEVICE_CLASSES } = load('DeviceClasses');
+
+const row = (name, contextSize, kvCacheType, minTotalRamGb = 0, minAvailableMb = 0) =>
+  ({ name, minTotalRamGb, modelFile: model ? basename(model) : 'missing.gguf', contextSize, kvCacheType, minAvailableMb });
+const SMALL = [row('test', 128, 'q8_0')];
+const MOON = 'In 1969, the first human to walk on the moon was';
+
+function service(platform = new TestPlatform(), options = {}) {
+  const s = new InferenceService(platform);
+  s.init({ modelDir: model ? dirname(model) : '/nonexistent', deviceClasses: SMALL, threads: 2, ...options });
+  return s;
+}
+
+async function rejectsWith(promise, code) {
+  await assert.rejects(promise, (err) => {
+    assert.ok(err instanceof ServiceError, `expected ServiceError, got ${err}`);
+    assert.equal(err.code, code);
+    return true;
+  });
+}
+
+test('the transpiled ArkTS uses no system module directly, and the device classes come from hmbuild.toml', () => {
+  assert.equal(typeof InferenceService, 'function');
+  assert.deepEqual(DEVICE_CLASSES.map((c) => c.name), ['large', 'medium', 'small']);
+  assert.ok(DEVICE_CLASSES.every((c, i) => i === 0 || c.minTotalRamGb < DEVICE_CLASSES[i - 1].minTotalRamGb));
+});
+
+test('the summary template is split once and only the note is substituted', () => {
+  const t = new PromptTemplate(SUMMARY_TEMPLATE, '{note}');
+  const a = t.render('first');
+  const b = t.render('second');
+  const at = SUMMARY_TEMPLATE.indexOf('{note}');
+  assert.equal(a.slice(0, at), b.slice(0, at));
+  assert.equal(a, SUMMARY_TEMPLATE.replace('{note}', 'first'));
+  assert.throws(() => new PromptTemplate('{note} {note}', '{note}'), (e) => e.code === 'INVALID_ARGUMENT');
+});
+
+test('past one running + maxPending waiting, the service answers BUSY without crossing NAPI', needsModel, async () => {
+  const platform = new TestPlatform();
+  const s = service(platform, { maxPending: 1 });
+  const before = calls.inferAsync;
+  const first = s.infer(MOON, { maxTokens: 2 });
+  const second = s.infer(MOON, { maxTokens: 2 });
+  await rejectsWith(s.infer(MOON, { maxTokens: 2 }), 'BUSY');
+  assert.equal(calls.inferAsync - before, 2, 'the refused request never reached the library');
+  const [a, b] = await Promise.all([first, second]);
+  assert.match(a.text, /Neil/);
+  assert.equal(a.text, b.text);
+  assert.equal(s.metrics().busyRejections, 1);
+  // Settled requests free their places.
+  assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
+  s.release();
+  await rejectsWith(s.infer(MOON), 'RELEASED');
+});
+
+test('a request past its timeout returns the partial text marked degraded', needsModel, async () => {
+  const platform = new TestPlatform();
+  const s = service(platform);
+  const r = await s.infer(MOON, { maxTokens: 64, timeoutMs: 1 });
+  assert.equal(r.degraded, true);
+  assert.equal(r.metrics.degraded, 'timeout');
+  assert.ok(r.metrics.outputTokens < 64);
+  assert.equal(typeof r.text, 'string');
+  assert.equal(s.metrics().timeouts, 1);
+  assert.equal(s.metrics().degradations, 1);
+  const ok = await s.infer(MOON, { maxTokens: 2 });
+  assert.equal(ok.degraded, false);
+  assert.match(platform.logText(), /degraded=timeout/);
+  s.release();
+});
+
+test('warm-up runs a delay after the first render, once', needsModel, async () => {
+  const platform = new TestPlatform({ availableBytes: 4 * GB });
+  const s = service(platform, { lazyLoad: true });
+  assert.equal(s.isLoaded(), false);
+  assert.equal(platform.timers.length, 0, 'nothing is scheduled before the page renders');
+  const warmups = calls.warmup;
+  s.scheduleWarmup();
+  s.scheduleWarmup();  // onPageShow after aboutToAppear: still one warm-up
+  assert.equal(platform.timers.length, 1);
+  assert.equal(platform.timers[0].delayMs, 2000);
+  assert.equal(s.metrics().warmup, 'scheduled');
+  assert.equal(s.isLoaded(), false, 'the model is not mapped before the delay');
+  assert.equal(platform.fireTimers(), 1);
+  assert.equal(await s.whenWarmedUp(), 'done');
+  assert.equal(calls.warmup - warmups, 1);
+  assert.equal(s.isLoaded(), true);
+  s.release();
+});
+
+test('warm-up is skipped when available memory is low; the first request loads the model', needsModel, async () => {
+  const platform = new TestPlatform({ availableBytes: 300 * MB });
+  const s = service(platform, { lazyLoad: true, warmupDelayMs: 50 });
+  const warmups = calls.warmup;
+  s.scheduleWarmup();
+  assert.equal(platform.timers[0].delayMs, 50);
+  platform.fireTimers();
+  assert.equal(await s.whenWarmedUp(), 'skipped-low-memory');
+  assert.equal(calls.warmup, warmups);
+  assert.equal(s.isLoaded(), false);
+  assert.match(platform.logText(), /warmup skipped/);
+  assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
+  assert.equal(s.isLoaded(), true);
+  s.release();
+});
+
+test('OUT_OF_MEMORY steps down the device classes, counting each degradation', needsModel, async () => {
+  const platform = new TestPlatform({ totalBytes: 16 * GB, availableBytes: 8 * GB });
+  const classes = [row('huge', 4096, 'f16', 10), row('big', 2048, 'f16', 5), row('small', 128, 'q8_0', 0)];
+  const s = new InferenceService(platform);
+  // About 325 MB, 287 MB and 250 MB are needed: only the last row fits 270 MB.
+  const chosen = s.init({ modelDir: dirname(model), deviceClasses: classes, threads: 2, memoryBudgetBytes: 270e6 });
+  assert.equal(chosen.name, 'small');
+  const m = s.metrics();
+  assert.equal(m.deviceClass, 'small');
+  assert.equal(m.deviceClassFallbacks, 2);
+  assert.equal(m.degradations, 2);
+  assert.equal((platform.logText().match(/reason=out_of_memory/g) || []).length, 2);
+  assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
+  s.release();
+
+  // Nothing fits: the failure is reported after the last row.
+  const none = new InferenceService(new TestPlatform({ totalBytes: 16 * GB }));
+  assert.throws(() => none.init({ modelDir: dirname(model), deviceClasses: classes, memoryBudgetBytes: 100e6 }),
+    (e) => e instanceof ServiceError && e.code === 'OUT_OF_MEMORY');
+});
+
+test('the device class follows total RAM and steps down when available memory is low', needsModel, () => {
+  const classes = [row('large', 128, 'f16', 10, 1024), row('medium', 128, 'q8_0', 5, 512), row('small', 128, 'q8_0', 0, 0)];
+  const pick = (totalGb, availableMb) => {
+    const s = new InferenceService(new TestPlatform({ totalBytes: totalGb * GB, availableBytes: availableMb * MB }));
+    const name = s.init({ modelDir: dirname(model), deviceClasses: classes, lazyLoad: true }).name;
+    const fallbacks = s.metrics().deviceClassFallbacks;
+    s.release();
+    return [name, fallbacks];
+  };
+  assert.deepEqual(pick(12, 4096), ['large', 0]);
+  assert.deepEqual(pick(7.5, 4096), ['medium', 0]);
+  assert.deepEqual(pick(3.7, 4096), ['small', 0]);
+  assert.deepEqual(pick(12, 600), ['medium', 1]);
+  assert.deepEqual(pick(12, 100), ['small', 2]);
+});
+
+test('metrics are logged for every request and never contain the user text', needsModel, async () => {
+  const platform = new TestPlatform();
+  const s = service(platform, { deviceClasses: [row('test', 256, 'q8_0')] });
+  const note = 'Zebrafinch Okonkwo-7731 asked to move the dentist appointment to Thursday';
+  const summary = await s.summarize(note, 4);
+  const intent = await s.classify('Wake me up at 7 am, Zebrafinch', ['alarm', 'weather', 'music']);
+  assert.equal(intent.label, 'alarm');
+  const text = platform.logText();
+  assert.match(text, /summarize class=test in_tokens=\d+ out_tokens=\d+ ttft_ms=[\d.]+ prefill_tps=[\d.]+ decode_tps=[\d.]+ peak_mb=[\d.]+ degraded=none degradations=0/);
+  assert.match(text, /classify class=test/);
+  assert.ok(summary.metrics.inputTokens > 10 && summary.metrics.peakRssBytes > 0);
+  for (const secret of ['Zebrafinch', 'Okonkwo', '7731', 'dentist', 'Wake me']) {
+    assert.ok(!text.includes(secret), `the log contains user text: ${secret}`);
+  }
+  const generated = summary.text.trim();
+  if (generated.length >= 12) assert.ok(!text.includes(generated), 'the log contains generated text');
+  s.release();
+});
+
+// ---- ModelManager
+
+const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+
+test('a verified model replaces the old one in one rename; bad or partial files leave the old one usable', needsModel, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hmbuild-models-'));
+  const platform = new TestPlatform();
+  const manager = new ModelManager(platform, dir, 'gemma');
+  assert.equal(manager.current(), undefined);
+
+  // v1: the real model (a link to the cached file, so nothing is copied).
+  const download1 = join(dir, 'download-1');
+  symlinkSync(model, download1);
+  const digest1 = await platform.sha256File(model);
+  const v1 = await manager.install(download1, '1.0.0', digest1);
+  assert.equal(manager.current().version, '1.0.0');
+  assert.equal(manager.current().path, v1.path);
+  const s = service(platform, { modelDir: undefined, modelPath: manager.current().path });
+  assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
+
+  // A corrupt download: refused after hashing, removed, v1 untouched and still serving.
+  const bad = join(dir, 'download-2');
+  writeFileSync(bad, 'not the model');
+  await assert.rejects(manager.install(bad, '2.0.0', sha256('something else')), (e) => e.code === 'DIGEST_MISMATCH');
+  assert.equal(existsSync(bad), false);
+  assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.tmp')), []);
+  assert.equal(manager.current().version, '1.0.0');
+  assert.equal(existsSync(v1.path), true);
+  assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
+
+  // A partial download (wrong size): refused before hashing and left for the app to resume.
+  const partial = join(dir, 'download-3');
+  const content3 = Buffer.from('version three of the weights');
+  writeFileSync(partial, content3.subarray(0, 10));
+  await assert.rejects(manager.install(partial, '3.0.0', sha256(content3), { expectedBytes: content3.length }),
+    (e) => e.code === 'INCOMPLETE');
+  assert.equal(existsSync(partial), true);
+  assert.equal(manager.current().version, '1.0.0');
+  assert.equal(await manager.verifyCurrent(), true);
+
+  // A good download: until the pointer rename, v1 is current; after it, v3 is.
+  writeFileSync(partial, content3);
+  const pointer = join(dir, 'gemma.current');
+  let currentAtSwitch = null;
+  platform.onRename = (from, to) => { if (to === pointer) currentAtSwitch = manager.current().version; };
+  const v3 = await manager.install(partial, '3.0.0', sha256(content3).toUpperCase(), { expectedBytes: content3.length });
+  platform.onRename = null;
+  assert.equal(currentAtSwitch, '1.0.0', 'the old model stays current until the rename');
+  assert.equal(manager.current().version, '3.0.0');
+  assert.equal(manager.current().sha256, sha256(content3));
+  assert.deepEqual(readFileSync(v3.path), content3);
+  assert.equal(existsSync(v1.path), false, 'the old file goes after the switch');
+  const order = platform.renames.slice(-3).map(([, to]) => basename(to));
+  assert.deepEqual(order, ['gemma-3.0.0.gguf.tmp', 'gemma-3.0.0.gguf', 'gemma.current']);
+  // The session opened on v1 keeps working: its mapping outlives the file name.
+  assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
+  s.release();
+});
+
+test('native verifyModel, when the library exports it, agrees with the platform hash', { skip: typeof lib.verifyModel === 'function' ? false : 'the library does not export verifyModel yet' }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hmbuild-verify-'));
+  const file = join(dir, 'm.bin');
+  writeFileSync(file, 'weights');
+  assert.equal(await lib.verifyModel(file, sha256('weights')), true);
+  assert.equal(await lib.verifyModel(file, sha256('other')), false);
+});
