@@ -455,7 +455,7 @@ def _doc_lines(doc: str, indent: str = "") -> list[str]:
     one = f"{indent}/** {doc} */"
     if len(one) <= WIDTH:
         return [one]
-    return [f"{indent}/**", *(f"{indent} * {line}" for line in _wrap(doc, WIDTH - len(indent))), f"{indent} */"]
+    return [f"{indent}/**", *(f"{indent} * {line}" for line in _wrap(doc, COMMENT_WIDTH - len(indent))), f"{indent} */"]
 
 
 def declarations(fn: Function) -> list[str]:

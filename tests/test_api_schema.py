@@ -49,6 +49,7 @@ def test_shipped_description_renders_exactly_what_the_napi_layer_exports():
     assert known_symbols(NAPI_DIR).keys() == header_symbols()
     for header in {api_schema.known_symbols(NAPI_DIR)[s] for _, s in entries}:
         assert f'#include "{header}"' in cpp
+    assert ("verifyModel", "VerifyModelAsync") in entries
     assert '"demo",  // nm_modname' in cpp and "void RegisterDemoModule()" in cpp
 
 
@@ -68,6 +69,7 @@ def test_shipped_description_keeps_the_hand_written_declarations_and_docs():
         "export const classifyAsync: (session: number, input: ArrayBuffer, labels: string[]) => Promise<ClassifyResult>;",
         "export const warmup: (session: number) => Promise<void>;",
         "export const stats: (session: number) => SessionStats;",
+        "export const verifyModel: (path: string, sha256: string) => Promise<boolean>;",
     ):
         assert line in dts, line
     assert "Declarations of libdemo.so's NAPI exports" in dts
