@@ -1,5 +1,6 @@
 """`hmbuild new`: rendering, name validation, and nothing half-written on failure."""
 import json
+import re
 import tomllib
 
 import jinja2
@@ -24,8 +25,8 @@ def test_new_renders_a_deveco_har_module(tmp_path):
     napi = (root / "src/main/cpp/napi_init.cpp").read_text()
     assert '"notes_llm"' in napi and "napi_module_register" in napi and "__attribute__((constructor" in napi
     dts = (root / "src/main/cpp/types/libnotes_llm/Index.d.ts").read_text()
-    for fn in ("init", "inferAsync", "release"):
-        assert f"export const {fn}" in dts
+    for fn in ("init", "inferAsync", "classifyAsync", "warmup", "cancel", "release", "stats"):
+        assert re.search(rf"export (const|function) {fn}\b", dts), fn
     assert "import lib from 'libnotes_llm.so'" in (root / "src/main/ets/LlmEngine.ets").read_text()
     assert "libnotes_llm.so" in (root / "oh-package.json5").read_text()
 
