@@ -248,10 +248,16 @@ test('a verified model replaces the old one in one rename; bad or partial files 
   s.release();
 });
 
-test('native verifyModel, when the library exports it, agrees with the platform hash', { skip: typeof lib.verifyModel === 'function' ? false : 'the library does not export verifyModel yet' }, async () => {
+test('ModelManager with the native verifier (verifyModel) refuses a bad digest and accepts a good one', async () => {
+  const { NativeVerifier } = load('NativeVerifier');
   const dir = mkdtempSync(join(tmpdir(), 'hmbuild-verify-'));
-  const file = join(dir, 'm.bin');
-  writeFileSync(file, 'weights');
-  assert.equal(await lib.verifyModel(file, sha256('weights')), true);
-  assert.equal(await lib.verifyModel(file, sha256('other')), false);
+  const platform = new TestPlatform();
+  const manager = new ModelManager(platform, dir, 'm', new NativeVerifier());
+  const file = join(dir, 'download');
+  writeFileSync(file, 'weights v1');
+  await assert.rejects(manager.install(file, '1', sha256('other')), (e) => e.code === 'DIGEST_MISMATCH');
+  assert.equal(manager.current(), undefined);
+  writeFileSync(file, 'weights v1');
+  assert.equal((await manager.install(file, '1', sha256('weights v1'))).version, '1');
+  assert.equal(await manager.verifyCurrent(), true);
 });
