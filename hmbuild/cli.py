@@ -62,11 +62,14 @@ def cli(ctx: click.Context, directory: Path):
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--name", help="Module name (lowercase letters, digits, _); default: the folder's name.")
-def new(directory: Path, name: str | None):
+@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              help="Take hmbuild.toml's settings from this file (e.g. examples/notes-assistant/hmbuild.toml); "
+                   "its [project] name is the default --name.")
+def new(directory: Path, name: str | None, config: Path | None):
     """Create a project in DIRECTORY from hmbuild's templates."""
     from hmbuild.generator import new_project
 
-    result = new_project(directory, name)
+    result = new_project(directory, name, config=config)
     click.echo(f"Created {result.name} in {result.root} ({len(result.files)} files).")
     click.echo(f"Next: hmbuild -C {directory} build --target linux-arm64 && hmbuild -C {directory} test --target linux-arm64")
 
@@ -169,11 +172,16 @@ def _model_path(flag: Path | None) -> Path:
 @click.option("--kernels", help="Force a kernel set: scalar, avx2, neon, neon-dotprod, neon-i8mm.")
 @click.option("--logits-out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the float32 logits the last token was sampled from.")
+@click.option("--classify", "labels", metavar="LABELS",
+              help="Route the --prompt text to one of these comma-separated labels (intent recognition by label "
+                   "likelihood), with hmbuild.toml's [[intent.example]] rows as few-shot examples.")
+@click.option("--calibrate/--no-calibrate", default=None,
+              help="With --classify: subtract each label's score on an empty text (default: [intent] calibrate).")
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.pass_context
 def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, threads, temperature, top_k, top_p, seed,
-            ctx_size, kv, kernels, logits_out, build_type_flag, as_json):
+            ctx_size, kv, kernels, logits_out, labels, calibrate, build_type_flag, as_json):
     """Run a prompt through the project's library on a target, building it first if needed."""
     from hmbuild.builder import build
     from hmbuild.errors import HmbuildError
@@ -181,6 +189,8 @@ def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, 
 
     if (prompt is None) == (tokens is None):
         raise HmbuildError("Give exactly one of --prompt TEXT and --tokens IDS.")
+    if labels is not None and prompt is None:
+        raise HmbuildError("--classify needs the text to route as --prompt TEXT.")
     project, target, build_type = _resolve(ctx, target_flag, build_type_flag)
     ensure_runnable(target)
     cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
@@ -194,11 +204,31 @@ def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, 
         args += ["--kernels", kernels]
     if logits_out:
         args += ["--logits-out", str(logits_out.resolve())]
+    if labels is not None:
+        args = ["--prompt", prompt, "--classify", ",".join(l.strip() for l in labels.split(",")), "--threads", str(threads), "--kv", kv, "--ctx", str(ctx_size),
+                *_intent_example_args(project, labels)] + (["--kernels", kernels] if kernels else [])
+        if project.setting("intent", "calibrate", calibrate, None, False) is True:
+            args.append("--calibrate")
     _, out = run_model(project, target, result, model, args, cpu, as_json)
     if as_json:
         data = json.loads(out)
         data.update({"target": target.name, "cpu": cpu, "model": str(model)})
         _emit_json(data)
+
+
+def _intent_example_args(project, labels: str) -> list[str]:
+    """--example LABEL=TEXT for each hmbuild.toml [[intent.example]] row whose label is asked for."""
+    from hmbuild.errors import HmbuildError
+
+    wanted = [l.strip() for l in labels.split(",")]
+    if not all(wanted):
+        raise HmbuildError("--classify takes comma-separated non-empty labels, e.g. alarm,weather,music,note.")
+    rows = project.settings.get("intent", {}).get("example", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("text"), str)
+                                             and isinstance(r.get("label"), str) for r in rows):
+        raise HmbuildError(f"{project.root / 'hmbuild.toml'}: every [[intent.example]] needs text = \"...\" and "
+                           "label = \"...\"; fix the table.")
+    return [a for r in rows if r["label"] in wanted for a in ("--example", f"{r['label']}={r['text']}")]
 
 
 @cli.command("package")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,8 +101,48 @@ def vendor_runtime(project_root: Path) -> list[str]:
     return [p.relative_to(project_root).as_posix() for p in sorted(dest.rglob("*")) if p.is_file()]
 
 
-def new_project(directory: str | Path, name: str | None = None) -> NewResult:
+def read_config(path: str | Path) -> tuple[str, dict]:
+    """(text, settings) of an hmbuild.toml given to `new --config` (e.g. an example's)."""
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, tomllib.loads(text)
+    except FileNotFoundError:
+        raise HmbuildError(f"The config file {path} does not exist; pass an hmbuild.toml such as "
+                           "examples/notes-assistant/hmbuild.toml.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HmbuildError(f"Could not read the config file {path} ({exc}); check the path.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise HmbuildError(f"The config file {path} is not valid TOML ({exc}); fix it and retry.") from None
+
+
+def config_text(text: str, name: str) -> str:
+    """The config's text (comments kept) with [project] name set to `name` and hmbuild_version to
+    this hmbuild's; the rest of the settings are copied as they are."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, l in enumerate(lines) if re.match(r"\s*\[project\]\s*(#.*)?$", l)), None)
+    if start is None:
+        lines[:0] = ["[project]\n", f'name = "{name}"\n', f'hmbuild_version = "{__version__}"\n', "\n"]
+        return "".join(lines)
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines))
+    for key, value in (("name", name), ("hmbuild_version", __version__)):
+        pattern = re.compile(rf'^(\s*{key}\s*=\s*)"[^"\n]*"')
+        hit = next((i for i in range(start + 1, end) if pattern.match(lines[i])), None)
+        if hit is None:
+            lines.insert(start + 1, f'{key} = "{value}"\n')
+            end += 1
+        else:
+            lines[hit] = pattern.sub(lambda m: f'{m.group(1)}"{value}"', lines[hit], count=1)
+    return "".join(lines)
+
+
+def new_project(directory: str | Path, name: str | None = None, config: str | Path | None = None) -> NewResult:
+    """`config`: an hmbuild.toml (an example's) whose settings the project's hmbuild.toml takes; its
+    [project] name is the default name."""
     root = Path(directory).expanduser().absolute()
+    config_src, config_settings = read_config(config) if config is not None else (None, {})
+    if name is None and isinstance(config_settings.get("project", {}).get("name"), str):
+        name = config_settings["project"]["name"]
     name = validate_name(name if name is not None else default_name(root))
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise HmbuildError(f"{root} already exists and is not empty; choose a new folder.")
@@ -114,6 +155,8 @@ def new_project(directory: str | Path, name: str | None = None) -> NewResult:
         files += vendor_runtime(staging)
         # napi_init.cpp and Index.d.ts come from the project's api.toml and its vendored NAPI headers.
         files += [f.path for f in write_project_api(staging, name)]
+        if config_src is not None:
+            (staging / "hmbuild.toml").write_text(config_text(config_src, name), encoding="utf-8")
         if root.exists():
             root.rmdir()  # empty, checked above
         staging.rename(root)

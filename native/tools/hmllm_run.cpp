@@ -4,14 +4,23 @@
 //   hmllm_run --model M.gguf (--prompt TEXT | --tokens 2,651,...) [--max-tokens N] [--threads N]
 //             [--temperature X] [--top-k K] [--top-p P] [--seed S] [--ctx N] [--kv f16|q8_0]
 //             [--kernels NAME] [--logits-out FILE] [--json]
+//   hmllm_run --model M.gguf --classify alarm,weather,... --prompt TEXT [--example LABEL=TEXT ...]
+//             [--calibrate] [--json]
+//
+// --classify routes the prompt text to one of the labels by label likelihood
+// (Session::classify); each --example is a labelled few-shot example placed before the text.
+// --calibrate subtracts each label's score on an empty text: a small base model leans towards the
+// last example's label and towards common words, and the same lean shows on the empty text.
 //
 // Exit status: 0 on success, 2 on bad arguments, 1 when the model cannot be loaded or run; the
 // error is one line on stderr (and {"ok": false, "error": ...} on stdout with --json).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hmllm/kernels.h"
@@ -20,8 +29,9 @@
 namespace {
 
 struct Args {
-    std::string model, prompt, tokens, kv = "f16", kernels, logits_out;
-    bool has_prompt = false, has_tokens = false, json = false;
+    std::string model, prompt, tokens, kv = "f16", kernels, logits_out, classify;
+    std::vector<std::pair<std::string, std::string>> examples;  // (text, label)
+    bool has_prompt = false, has_tokens = false, json = false, has_classify = false, calibrate = false;
     int max_tokens = 32, threads = 0, ctx = 2048, top_k = 40;
     float temperature = 0.0f, top_p = 0.95f;
     unsigned long long seed = 0;
@@ -86,6 +96,63 @@ bool parse_tokens(const std::string& s, std::vector<int32_t>* out) {
     return !out->empty();
 }
 
+std::vector<std::string> split_labels(const std::string& s) {
+    std::vector<std::string> out;
+    size_t i = 0;
+    while (i <= s.size()) {
+        size_t j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        out.push_back(s.substr(i, j - i));
+        i = j + 1;
+    }
+    return out;
+}
+
+int run_classify(const Args& a, hmllm::Session& session) {
+    std::vector<std::string> labels = split_labels(a.classify);
+    for (const std::string& l : labels)
+        if (l.empty()) return fail(a, 2, "--classify takes comma-separated non-empty labels");
+    const auto t0 = std::chrono::steady_clock::now();
+    hmllm::ClassifyResult r;
+    hmllm::Status st = session.classify(a.prompt, labels, a.examples, &r);
+    if (!st.ok()) return fail(a, 1, st.message);
+    const std::vector<double> raw = r.scores;
+    if (a.calibrate) {
+        hmllm::ClassifyResult empty;
+        st = session.classify("", labels, a.examples, &empty);
+        if (!st.ok()) return fail(a, 1, st.message);
+        r.best = 0;
+        for (size_t i = 0; i < labels.size(); ++i) {
+            r.scores[i] -= empty.scores[i];
+            if (r.scores[i] > r.scores[size_t(r.best)]) r.best = static_cast<int>(i);
+        }
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const std::string& best = labels[size_t(r.best)];
+    if (!a.json) {
+        std::printf("%s\n", best.c_str());
+        for (size_t i = 0; i < labels.size(); ++i)
+            std::fprintf(stderr, "hmllm_run: %-12s %.3f\n", labels[i].c_str(), r.scores[i]);
+        return 0;
+    }
+    std::string ls, sc, rs;
+    for (size_t i = 0; i < labels.size(); ++i) {
+        char buf[64];
+        ls += (i ? ", \"" : "\"") + json_escape(labels[i]) + "\"";
+        std::snprintf(buf, sizeof buf, "%s%.4f", i ? ", " : "", r.scores[i]);
+        sc += buf;
+        std::snprintf(buf, sizeof buf, "%s%.4f", i ? ", " : "", raw[i]);
+        rs += buf;
+    }
+    std::printf("{\"ok\": true, \"label\": \"%s\", \"best\": %d, \"labels\": [%s], \"scores\": [%s], "
+                "\"raw_scores\": [%s], \"calibrated\": %s, \"examples\": %zu, \"ms\": %.3f, \"threads\": %d, "
+                "\"kernels\": \"%s\"}\n",
+                json_escape(best).c_str(), r.best, ls.c_str(), sc.c_str(), rs.c_str(), a.calibrate ? "true" : "false",
+                a.examples.size(), ms,
+                session.engine().threads(), hmllm::active_kernels());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,6 +161,10 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         std::string k = argv[i];
         if (k == "--json") continue;
+        if (k == "--calibrate") {
+            a.calibrate = true;
+            continue;
+        }
         if (i + 1 >= argc) return fail(a, 2, "option " + k + " needs a value (or is unknown)");
         const char* v = argv[++i];
         long n;
@@ -111,11 +182,20 @@ int main(int argc, char** argv) {
         else if (k == "--kv") a.kv = v, ok = a.kv == "f16" || a.kv == "q8_0";
         else if (k == "--kernels") a.kernels = v;
         else if (k == "--logits-out") a.logits_out = v;
+        else if (k == "--classify") a.classify = v, a.has_classify = true;
+        else if (k == "--example") {
+            const char* eq = std::strchr(v, '=');
+            ok = eq && eq != v && eq[1];
+            if (ok) a.examples.emplace_back(std::string(eq + 1), std::string(v, size_t(eq - v)));
+        }
         else return fail(a, 2, "unknown option " + k);
         if (!ok) return fail(a, 2, "bad value '" + std::string(v) + "' for " + k);
     }
     if (a.model.empty()) return fail(a, 2, "--model is required");
     if (a.has_prompt == a.has_tokens) return fail(a, 2, "give exactly one of --prompt and --tokens");
+    if (a.has_classify && !a.has_prompt) return fail(a, 2, "--classify needs the text as --prompt");
+    if ((!a.examples.empty() || a.calibrate) && !a.has_classify)
+        return fail(a, 2, "--example and --calibrate only go with --classify");
     if (!a.kernels.empty() && !hmllm::select_kernels(a.kernels.c_str()))
         return fail(a, 2, "kernel set '" + a.kernels + "' is unknown or not supported by this CPU");
 
@@ -126,6 +206,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<hmllm::Session> session;
     hmllm::Status st = hmllm::Session::open(a.model, so, &session);
     if (!st.ok()) return fail(a, 1, st.message);
+    if (a.has_classify) return run_classify(a, *session);
 
     hmllm::InferRequest req;
     req.max_tokens = a.max_tokens;

@@ -1,0 +1,164 @@
+"""examples/notes-assistant: `hmbuild new --config` takes its settings; the generated project builds
+for host and linux-arm64, passes its tests, summarises with the real model and routes an intent."""
+import json
+import re
+import tomllib
+
+import pytest
+
+from conftest import REPO, elf_machine, have_arm64_tools, run_hmbuild
+
+EXAMPLE = REPO / "examples" / "notes-assistant"
+CONFIG = EXAMPLE / "hmbuild.toml"
+ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": "2"}
+arm64 = pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user (see README)")
+LABELS = "alarm,weather,music,note"
+
+
+def example_settings() -> dict:
+    return tomllib.loads(CONFIG.read_text())
+
+
+def test_the_example_describes_the_notes_assistant():
+    s = example_settings()
+    assert s["project"]["name"] == "notes_assistant"
+    assert s["intent"]["labels"] == ["alarm", "weather", "music", "note"]
+    assert {e["label"] for e in s["intent"]["example"]} == set(s["intent"]["labels"])  # one example or more per label
+    assert "{note}" in s["summarize"]["template"]
+    rows = s["device_class"]
+    assert [r["name"] for r in rows] == ["large", "medium", "small"]
+    assert [r["min_total_ram_gb"] for r in rows] == sorted((r["min_total_ram_gb"] for r in rows), reverse=True)
+    for r in rows:
+        assert set(r) == {"name", "min_total_ram_gb", "model_file", "context_size", "kv_cache_type", "min_available_mb"}
+        assert r["kv_cache_type"] in ("f16", "q8_0") and r["model_file"] == s["model"]["file"]
+    assert re.fullmatch(r"[0-9a-f]{64}", s["model"]["sha256"])
+    assert (EXAMPLE / "README.md").is_file()
+
+
+def test_new_with_config_copies_the_settings_and_keeps_the_comments(tmp_path):
+    root = tmp_path / "notes"
+    proc = run_hmbuild("new", str(root), "--config", str(CONFIG))
+    assert proc.returncode == 0, proc.stderr
+    text = (root / "hmbuild.toml").read_text()
+    got = tomllib.loads(text)
+    want = example_settings()
+    assert got["project"]["name"] == "notes_assistant"
+    got["project"].pop("hmbuild_version"), want["project"].pop("hmbuild_version")
+    assert got == want
+    assert "# examples/notes-assistant" in text
+    assert (root / "src/main/cpp/types/libnotes_assistant/Index.d.ts").is_file()
+
+
+def test_new_with_config_and_name_renames_the_module(tmp_path):
+    root = tmp_path / "x"
+    proc = run_hmbuild("new", str(root), "--config", str(CONFIG), "--name", "memo")
+    assert proc.returncode == 0, proc.stderr
+    got = tomllib.loads((root / "hmbuild.toml").read_text())
+    assert got["project"]["name"] == "memo" and got["intent"] == example_settings()["intent"]
+    assert (root / "src/main/cpp/types/libmemo/Index.d.ts").is_file()
+
+
+@pytest.mark.parametrize("content, needle", [(None, "does not exist"), ("[project\nname=", "not valid TOML")])
+def test_a_bad_config_is_one_sentence_and_creates_nothing(tmp_path, content, needle):
+    config = tmp_path / "cfg.toml"
+    if content is not None:
+        config.write_text(content)
+    root = tmp_path / "p"
+    proc = run_hmbuild("new", str(root), "--config", str(config))
+    assert proc.returncode != 0 and needle in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not root.exists()
+    assert [p.name for p in tmp_path.iterdir()] == (["cfg.toml"] if content is not None else [])
+
+
+# --- end to end: generate, build, test, run ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("example") / "notes"
+    run_hmbuild("new", str(root), "--config", str(CONFIG), check=True)
+    return root
+
+
+def hm(project, *args):
+    return run_hmbuild("-C", str(project), *args, env=ENV)
+
+
+def json_of(proc):
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def counts(proc):
+    m = re.search(r"^(\d+) passed, (\d+) failed$", proc.stdout, re.M)
+    assert m, f"no summary line in:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    return int(m.group(1)), int(m.group(2))
+
+
+@pytest.mark.e2e
+def test_host_build_and_tests(project):
+    data = json_of(hm(project, "build", "--target", "host", "--json"))
+    assert data["library"].endswith("/libnotes_assistant.so") and elf_machine(data["library"]) == 62
+    proc = hm(project, "test", "--target", "host")
+    passed, failed = counts(proc)
+    assert proc.returncode == 0 and failed == 0 and passed > 0, proc.stderr[-3000:]
+
+
+@pytest.mark.e2e
+@arm64
+def test_linux_arm64_build_and_tests_under_qemu(project):
+    data = json_of(hm(project, "build", "--target", "linux-arm64", "--json"))
+    assert elf_machine(data["library"]) == 183
+    proc = hm(project, "test", "--target", "linux-arm64", "--cpu", "cortex-a76")
+    passed, failed = counts(proc)
+    assert proc.returncode == 0 and failed == 0 and passed > 0, proc.stderr[-3000:]
+
+
+@pytest.mark.e2e
+def test_summarising_a_note_with_the_real_model(project):
+    template = example_settings()["summarize"]["template"]
+    note = "Team sync moved to Friday 10:00. Bring the Q3 numbers; Li will present the new design."
+    data = json_of(hm(project, "run", "--prompt", template.format(note=note), "--max-tokens", "8", "--json"))
+    assert data["ok"] is True and data["target"] == "host"
+    assert 1 <= len(data["tokens"]) <= 8 and data["text"].strip()
+    assert data["n_prompt_tokens"] > 20 and data["ttft_ms"] > 0
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("text, label", [
+    ("Set an alarm for 7 am tomorrow", "alarm"),
+    ("Is it going to snow tomorrow?", "weather"),
+    ("Play the new Taylor Swift album", "music"),
+    ("Note that the dentist is on Tuesday", "note"),
+])
+def test_intent_routing_on_host(project, text, label):
+    data = json_of(hm(project, "run", "--classify", LABELS, "--prompt", text, "--json"))
+    assert data["labels"] == LABELS.split(",") and data["examples"] == 4 and data["calibrated"] is True
+    assert data["label"] == label, data["scores"]
+    assert len(data["scores"]) == len(data["raw_scores"]) == 4
+
+
+@pytest.mark.e2e
+@arm64
+def test_intent_routing_under_qemu(project):
+    data = json_of(hm(project, "run", "--target", "linux-arm64", "--cpu", "cortex-a76", "--classify", LABELS,
+                      "--prompt", "Set an alarm for 7 am tomorrow", "--json"))
+    assert data["label"] == "alarm", data["scores"]
+    assert data["target"] == "linux-arm64" and data["cpu"] == "cortex-a76"
+
+
+@pytest.mark.e2e
+def test_classify_refusals(project):
+    proc = hm(project, "run", "--classify", LABELS, "--tokens", "2,3", "--json")
+    assert proc.returncode != 0 and "--classify needs the text" in proc.stderr
+    proc = hm(project, "run", "--classify", "alarm,,note", "--prompt", "x")
+    assert proc.returncode != 0 and "non-empty labels" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.e2e
+@arm64
+def test_the_example_packs_into_a_har_for_a_layout_check(project):
+    hm(project, "build", "--target", "linux-arm64")
+    data = json_of(hm(project, "package", "--target", "linux-arm64", "--json"))
+    assert data["har"].endswith("/build/notes_assistant-0.1.0.har") and data["not_ohos_binary"] is True
+    assert "package/libs/arm64-v8a/libnotes_assistant.so" in data["files"]
