@@ -214,6 +214,18 @@ bool get_string_array(napi_env env, napi_value v, const char* what, size_t max, 
     return true;
 }
 
+// The single session argument of warmup / cancel / release / stats.
+bool session_argument(napi_env env, napi_callback_info info, const char* fn, int64_t* id) {
+    napi_value argv[1];
+    size_t argc = 1;
+    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+    if (argc < 1) {
+        throw_type_error(env, std::string(fn) + "(session): session is required");
+        return false;
+    }
+    return get_session_id(env, argv[0], id);
+}
+
 std::shared_ptr<Slot> live_slot(napi_env env, int64_t id) {
     auto it = g_sessions.find(id);
     if (it == g_sessions.end() || it->second->released) {
@@ -578,15 +590,8 @@ napi_value ClassifyAsync(napi_env env, napi_callback_info info) {
 }
 
 napi_value Warmup(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    size_t argc = 1;
-    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
     int64_t id;
-    if (argc < 1) {
-        throw_type_error(env, "warmup(session): session is required");
-        return nullptr;
-    }
-    if (!get_session_id(env, argv[0], &id)) return nullptr;
+    if (!session_argument(env, info, "warmup", &id)) return nullptr;
     std::shared_ptr<Slot> slot = live_slot(env, id);
     if (!slot) return nullptr;
     auto job = std::make_unique<Job>();
@@ -596,30 +601,16 @@ napi_value Warmup(napi_env env, napi_callback_info info) {
 }
 
 napi_value Cancel(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    size_t argc = 1;
-    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
     int64_t id;
-    if (argc < 1) {
-        throw_type_error(env, "cancel(session): session is required");
-        return nullptr;
-    }
-    if (!get_session_id(env, argv[0], &id)) return nullptr;
+    if (!session_argument(env, info, "cancel", &id)) return nullptr;
     auto it = g_sessions.find(id);
     if (it != g_sessions.end() && it->second->running) it->second->running->cancel.store(true);
     return undefined(env);  // nothing running, or an unknown id: nothing to do
 }
 
 napi_value Release(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    size_t argc = 1;
-    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
     int64_t id;
-    if (argc < 1) {
-        throw_type_error(env, "release(session): session is required");
-        return nullptr;
-    }
-    if (!get_session_id(env, argv[0], &id)) return nullptr;
+    if (!session_argument(env, info, "release", &id)) return nullptr;
     auto it = g_sessions.find(id);
     if (it == g_sessions.end()) return undefined(env);  // releasing twice is fine
     std::shared_ptr<Slot> slot = it->second;
@@ -649,15 +640,8 @@ napi_value Release(napi_env env, napi_callback_info info) {
 }
 
 napi_value Stats(napi_env env, napi_callback_info info) {
-    napi_value argv[1];
-    size_t argc = 1;
-    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
     int64_t id;
-    if (argc < 1) {
-        throw_type_error(env, "stats(session): session is required");
-        return nullptr;
-    }
-    if (!get_session_id(env, argv[0], &id)) return nullptr;
+    if (!session_argument(env, info, "stats", &id)) return nullptr;
     std::shared_ptr<Slot> slot = live_slot(env, id);
     if (!slot) return nullptr;
     const RequestStats& s = slot->stats;
