@@ -160,8 +160,11 @@ Status Engine::create(const ModelConfig& cfg, const ModelWeights& w, const Engin
     return Status{};
 }
 
-void Engine::matmul(const MatView& w, const float* x, int n, float* y) {
-    act_.quantize(w.type, x, w.n_cols, n);
+void Engine::matmul(const MatView& w, const float* x, int n, float* y, bool same_input) {
+    // Q, K, V (and gate, up) read the same normed input: quantize it once when the weight types
+    // pair with the same activation format.
+    if (!same_input || act_.kind() != activation_kind(w.type) || act_.n_cols() != w.n_cols || act_.batch() != n)
+        act_.quantize(w.type, x, w.n_cols, n);
     // Many more chunks than threads, so faster cores take more of them.
     const int64_t gran = row_granularity(w.type);
     const int64_t want_chunks = int64_t(pool_->size()) * 8;
@@ -232,8 +235,8 @@ Status Engine::forward(const int32_t* tokens, int n_total, int pos0, bool all_lo
             const LayerWeights& L = w_.layers[il];
             for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * d], L.attn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
             matmul(L.wq, xn_.data(), n, q_.data());
-            matmul(L.wk, xn_.data(), n, k_.data());
-            matmul(L.wv, xn_.data(), n, v_.data());
+            matmul(L.wk, xn_.data(), n, k_.data(), /*same_input=*/true);
+            matmul(L.wv, xn_.data(), n, v_.data(), /*same_input=*/true);
             const float base = L.sliding ? cfg_.rope_base_local : cfg_.rope_base;
             std::vector<float>& cs = rope_cs_;
             for (int t = 0; t < n; ++t) {
@@ -269,7 +272,7 @@ Status Engine::forward(const int32_t* tokens, int n_total, int pos0, bool all_lo
                 rmsnorm(x, L.ffn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
             }
             matmul(L.w_gate, xn_.data(), n, gate_.data());
-            matmul(L.w_up, xn_.data(), n, up_.data());
+            matmul(L.w_up, xn_.data(), n, up_.data(), /*same_input=*/true);
             const size_t nf = size_t(n) * cfg_.d_ff;
             for (size_t i = 0; i < nf; ++i) {
                 const float g = cfg_.gelu ? gelu_table(gate_[i]) : silu(gate_[i]);
@@ -293,6 +296,14 @@ Status Engine::forward(const int32_t* tokens, int n_total, int pos0, bool all_lo
         done += n;
     }
     return Status{};
+}
+
+int Engine::reuse_prefix(const std::vector<int32_t>& prompt) {
+    size_t common = 0;
+    while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+    if (common == prompt.size()) --common;  // the last prompt token always runs, for its logits
+    truncate_cache(static_cast<int>(common));
+    return static_cast<int>(common);
 }
 
 void Engine::truncate_cache(int n) {
@@ -320,11 +331,8 @@ Status Engine::score(const std::vector<int32_t>& prompt, const std::vector<std::
     if (prompt.size() + longest > static_cast<size_t>(kv_.n_ctx()))
         return Status::error(ErrorCode::InvalidArgument, "the text and labels have " + std::to_string(prompt.size() + longest) +
                                                              " tokens, over the context size of " + std::to_string(kv_.n_ctx()));
-    size_t common = 0;
-    while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
-    if (common == prompt.size()) --common;
-    truncate_cache(static_cast<int>(common));
-    Status st = forward(prompt.data() + common, static_cast<int>(prompt.size() - common), static_cast<int>(common));
+    const int common = reuse_prefix(prompt);
+    Status st = forward(prompt.data() + common, static_cast<int>(prompt.size()) - common, common);
     if (!st.ok()) return st;
     const std::vector<float> after_prompt = logits_;
     const int n_prompt = static_cast<int>(prompt.size());
@@ -353,14 +361,11 @@ Status Engine::generate(const std::vector<int32_t>& prompt, const GenerateOption
                                                              " tokens, over the context size of " + std::to_string(kv_.n_ctx()));
     // Reuse the KV of the longest common prefix with what is cached (a fixed prompt template's
     // prefix is computed once); at least the last prompt token runs again to produce logits.
-    size_t common = 0;
-    while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
-    if (common == prompt.size()) --common;
-    truncate_cache(static_cast<int>(common));
-    r.reused_tokens = static_cast<int>(common);
+    const int common = reuse_prefix(prompt);
+    r.reused_tokens = common;
 
     const auto t0 = Clock::now();
-    Status st = forward(prompt.data() + common, static_cast<int>(prompt.size() - common), static_cast<int>(common));
+    Status st = forward(prompt.data() + common, static_cast<int>(prompt.size()) - common, common);
     if (!st.ok()) return st;
     Sampler sampler(options.sampling);
     int32_t next = sampler.sample(logits_.data(), cfg_.n_vocab);

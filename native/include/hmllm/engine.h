@@ -84,7 +84,9 @@ public:
 
 private:
     Engine() = default;
-    void matmul(const MatView& w, const float* x, int n, float* y);
+    void matmul(const MatView& w, const float* x, int n, float* y, bool same_input = false);
+    // Keeps the cached KV of the longest common prefix with `prompt`; returns its length.
+    int reuse_prefix(const std::vector<int32_t>& prompt);
     void attention(int layer, int n, int pos, const float* q, float* out);
 
     ModelConfig cfg_;
