@@ -1,9 +1,11 @@
-"""The project's own INT4 weight formats, HM_Q4_G64 and HM_Q4_G128 (docs/int4-format.md).
+"""The project's own INT4 weight formats, HM_Q4_G32, HM_Q4_G64 and HM_Q4_G128 (docs/int4-format.md).
 
-Symmetric 4-bit per row and group of G columns with one fp16 scale: value = (q - 8) * d,
-q in 0..15, d = fp16(amax / 7) so that q - 8 stays in -7..7 and every element is within d / 2
-of its original value. Rows are stored in tiles of 4, in the order the NEON dotprod kernel
-reads them, so the runtime uses the mapped file as is. The byte layout of one tile-group:
+Symmetric 4-bit per row and group of G columns (32, 64 or 128) with one fp16 scale: value =
+(q - 8) * d, q in 0..15. The quantizer picks, per row and group, the d (of either sign) with the
+least squared error over a small grid around the group's extreme value, refitted by least squares
+(method "mse"), or the plain d = fp16(amax / 7) with q - 8 in -7..7 (method "amax"). Rows are
+stored in tiles of 4, in the order the NEON dotprod kernel reads them, so the runtime uses the
+mapped file as is. The byte layout of one tile-group:
 
     8 bytes     fp16 d of the tile's rows 0, 1, 2, 3 (little-endian)
     G/32 chunks of 64 bytes; in chunk c, byte 16*i + 4*r + e (i, r, e in 0..3) holds row r's
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-GGML_TYPE = {64: 1064, 128: 1128}  # HM_Q4_G64, HM_Q4_G128 in the GGUF tensor-type enum
+GGML_TYPE = {32: 1032, 64: 1064, 128: 1128}  # HM_Q4_G32, HM_Q4_G64, HM_Q4_G128 in the GGUF tensor-type enum
+TYPE_NAME = {type_id: f"HM_Q4_G{group}" for group, type_id in GGML_TYPE.items()}
 TILE_ROWS = 4
 
 
 def _check_shape(n_rows: int, n_cols: int, group: int) -> None:
     if group not in GGML_TYPE:
-        raise ValueError(f"group must be 64 or 128, not {group}")
+        raise ValueError(f"group must be one of {sorted(GGML_TYPE)}, not {group}")
     if n_rows % TILE_ROWS != 0:
         raise ValueError(f"n_rows ({n_rows}) must be a multiple of {TILE_ROWS}")
     if n_cols % group != 0:
@@ -37,8 +40,53 @@ def tensor_bytes(n_rows: int, n_cols: int, group: int) -> int:
     return n_rows * (n_cols // group) * (2 + group // 2)
 
 
-def quantize_hm_q4_codes(weights: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
-    """Returns (q uint8 [n_rows, n_cols] in 0..15, d float16 [n_rows, n_cols / group])."""
+# Candidate scales of the MSE search, as divisors of the group's signed extreme m (the element of
+# largest magnitude): d = -m / k puts m on code -8 for k = 8, beyond the range (clipped) for k > 8;
+# k = -7 is the plain d = amax / 7 with m on +7, so the search is never worse than that.
+SCALE_DIVISORS = (-7.0, -7.5, 7.0, 7.5, 8.0, 8.5, 9.0, 9.5, 10.0)
+_ROWS_PER_BLOCK = 1024  # rows quantized at a time (bounds the temporaries, keeps them cache-sized)
+
+
+def _codes(g: np.ndarray, iscale: np.ndarray) -> np.ndarray:
+    """Signed codes clamp(round_half_even(g * iscale), -8, 7) as float32 (iscale broadcasts)."""
+    L = g * iscale
+    np.rint(L, out=L)
+    np.clip(L, -8.0, 7.0, out=L)
+    return L
+
+
+def _search_scales(g: np.ndarray) -> np.ndarray:
+    """float32 d [rows, groups, 1] minimising sum((L * d - x)^2) over the candidate grid, refitted
+    by least squares (d = sum(x L) / sum(L^2) for the chosen codes L)."""
+    idx = np.argmax(np.abs(g), axis=2)[..., None]
+    m = np.take_along_axis(g, idx, axis=2)
+    safe_m = np.where(m != 0, m, np.float32(1.0)).astype(np.float32)
+    best = np.full(m.shape, -1.0, dtype=np.float32)
+    best_k = np.zeros(m.shape, dtype=np.float32)
+    for k in SCALE_DIVISORS:
+        L = _codes(g, np.float32(-k) / safe_m)
+        slx = np.einsum("ijk,ijk->ij", g, L)[..., None]
+        sl2 = np.einsum("ijk,ijk->ij", L, L)[..., None]
+        # For fixed codes the best d is slx / sl2 and the squared error sum(x^2) - slx^2 / sl2.
+        score = slx * slx / np.maximum(sl2, np.float32(1e-30))
+        better = score > best
+        best = np.where(better, score, best)
+        best_k = np.where(better, np.float32(k), best_k)
+    L = _codes(g, -best_k / safe_m)
+    slx = np.einsum("ijk,ijk->ij", g, L)[..., None]
+    sl2 = np.einsum("ijk,ijk->ij", L, L)[..., None]
+    return np.where((sl2 > 0) & (m != 0), slx / np.maximum(sl2, np.float32(1e-30)), np.float32(0.0))
+
+
+def quantize_hm_q4_codes(weights: np.ndarray, group: int, method: str = "mse") -> tuple[np.ndarray, np.ndarray]:
+    """Returns (q uint8 [n_rows, n_cols] in 0..15, d float16 [n_rows, n_cols / group]).
+
+    method "mse" (default): per row and group, the scale (either sign) of least squared error over
+    SCALE_DIVISORS, refitted by least squares; codes use the full -8..7. method "amax": d =
+    amax / 7 and codes -7..7, every element within d / 2 of its value (the original rule).
+    Either way q = clamp(round_half_even(x / fp16(d)) + 8, 0, 15)."""
+    if method not in ("mse", "amax"):
+        raise ValueError(f"method must be 'mse' or 'amax', not {method!r}")
     w = np.asarray(weights, dtype=np.float32)
     if w.ndim != 2:
         raise ValueError(f"weights must be 2-D, got shape {w.shape}")
@@ -46,14 +94,23 @@ def quantize_hm_q4_codes(weights: np.ndarray, group: int) -> tuple[np.ndarray, n
     _check_shape(n_rows, n_cols, group)
     if not np.all(np.isfinite(w)):
         raise ValueError("weights contain NaN or infinity")
-    g = w.reshape(n_rows, n_cols // group, group)
-    amax = np.max(np.abs(g), axis=2)
-    d16 = (amax / np.float32(7.0)).astype(np.float16)
-    d = d16.astype(np.float32)
-    with np.errstate(divide="ignore"):
-        inv = np.where(d > 0, np.float32(1.0) / d, np.float32(0.0)).astype(np.float32)
-    q = np.clip(np.rint(g * inv[:, :, None]) + np.float32(8.0), 0, 15).astype(np.uint8)
-    return q.reshape(n_rows, n_cols), d16
+    q = np.empty((n_rows, n_cols), dtype=np.uint8)
+    d16 = np.empty((n_rows, n_cols // group), dtype=np.float16)
+    for r0 in range(0, n_rows, _ROWS_PER_BLOCK):
+        g = w[r0:r0 + _ROWS_PER_BLOCK].reshape(-1, n_cols // group, group)
+        if method == "amax":
+            d = (np.max(np.abs(g), axis=2, keepdims=True) / np.float32(7.0))
+        else:
+            d = _search_scales(g)
+        dh = d.astype(np.float16)
+        df = dh.astype(np.float32)
+        with np.errstate(divide="ignore"):
+            inv = np.where(df != 0, np.float32(1.0) / np.where(df != 0, df, np.float32(1.0)), np.float32(0.0))
+        L = _codes(g, inv.astype(np.float32))
+        L += np.float32(8.0)
+        q[r0:r0 + _ROWS_PER_BLOCK] = L.astype(np.uint8).reshape(-1, n_cols)
+        d16[r0:r0 + _ROWS_PER_BLOCK] = dh[..., 0]
+    return q, d16
 
 
 def pack_hm_q4(q: np.ndarray, d: np.ndarray, group: int) -> bytes:
@@ -70,9 +127,9 @@ def pack_hm_q4(q: np.ndarray, d: np.ndarray, group: int) -> bytes:
     return np.concatenate([scales, nib], axis=2).tobytes()
 
 
-def quantize_hm_q4(weights: np.ndarray, group: int) -> bytes:
+def quantize_hm_q4(weights: np.ndarray, group: int, method: str = "mse") -> bytes:
     """Quantizes a float [n_rows, n_cols] matrix to HM_Q4_G<group> bytes."""
-    q, d = quantize_hm_q4_codes(weights, group)
+    q, d = quantize_hm_q4_codes(weights, group, method)
     return pack_hm_q4(q, d, group)
 
 
@@ -94,9 +151,17 @@ def dequantize_hm_q4(data: bytes, n_rows: int, n_cols: int, group: int) -> np.nd
 
 
 def register_with_gguf() -> None:
-    """Teaches the PyPI gguf writer the sizes of these types, so GGUFWriter.add_tensor(raw_dtype=1064
-    or 1128) can write them (it only needs bytes per block; the tile order is opaque to it)."""
+    """Teaches the PyPI gguf package these types: GGML_QUANT_SIZES gets their block sizes, so
+    GGUFWriter.add_tensor(raw_dtype=1032 / 1064 / 1128) can write them (the tile order is opaque to
+    it), and GGMLQuantizationType gets a pseudo-member per id (named HM_Q4_G<G>), so GGUFReader can
+    read files that hold them instead of failing on an unknown enum value. Idempotent."""
     import gguf
 
+    enum = gguf.GGMLQuantizationType
     for group, type_id in GGML_TYPE.items():
         gguf.constants.GGML_QUANT_SIZES.setdefault(type_id, (group, 2 + group // 2))
+        if type_id not in enum._value2member_map_:
+            member = int.__new__(enum, type_id)
+            member._name_ = TYPE_NAME[type_id]
+            member._value_ = type_id
+            enum._value2member_map_[type_id] = member

@@ -1,27 +1,61 @@
-"""HM_Q4 packer: numpy round trip within the stated error, and the documented byte layout."""
+"""HM_Q4 packer: numpy round trip within the stated error, the MSE scale search, the documented
+byte layout, and the gguf package's reader and writer taught the three type ids."""
 
+import gguf
 import numpy as np
 import pytest
 
-from hmbuild.int4_format import (dequantize_hm_q4, quantize_hm_q4, quantize_hm_q4_codes,
-                                 tensor_bytes)
+from hmbuild.int4_format import (GGML_TYPE, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4,
+                                 quantize_hm_q4_codes, register_with_gguf, tensor_bytes)
 
 
-@pytest.mark.parametrize("group", [64, 128])
+@pytest.mark.parametrize("group", [32, 64, 128])
 @pytest.mark.parametrize("shape", [(4, 128), (8, 640), (12, 256)])
-def test_round_trip_error_is_within_half_a_step(group, shape):
+def test_amax_round_trip_error_is_within_half_a_step(group, shape):
     rng = np.random.default_rng(1234 + group)
     w = rng.standard_normal(shape).astype(np.float32)
-    data = quantize_hm_q4(w, group)
+    data = quantize_hm_q4(w, group, method="amax")
     assert len(data) == tensor_bytes(*shape, group) == shape[0] * shape[1] // group * (2 + group // 2)
     back = dequantize_hm_q4(data, *shape, group)
-    _, d = quantize_hm_q4_codes(w, group)
+    _, d = quantize_hm_q4_codes(w, group, method="amax")
     step = np.repeat(d.astype(np.float32), group, axis=1)
     err = np.abs(back - w)
     # Every element within half a step (plus fp16 rounding slack of d: amax/7 rounds to fp16).
     assert np.all(err <= step * 0.5 * (1 + 2e-3) + 1e-7)
     # And overall: relative RMS error of a Gaussian matrix at 4 bits is a few percent.
     assert np.sqrt(np.mean(err ** 2)) / np.sqrt(np.mean(w ** 2)) < 0.12
+
+
+@pytest.mark.parametrize("group", [32, 64, 128])
+def test_mse_search_beats_amax_over_7_and_uses_code_0(group):
+    rng = np.random.default_rng(7 + group)
+    w = (rng.standard_normal((64, 512)) * 0.05).astype(np.float32)
+    w[:, ::97] *= 6.0  # a few outliers, as real weight matrices have
+    errs = {}
+    for method in ("amax", "mse"):
+        data = quantize_hm_q4(w, group, method=method)
+        errs[method] = float(np.sqrt(np.mean((dequantize_hm_q4(data, *w.shape, group) - w) ** 2)))
+    assert errs["mse"] < errs["amax"] * 0.95, errs
+    q, d = quantize_hm_q4_codes(w, group)
+    assert q.min() == 0 and q.max() == 15  # the full -8..7 range
+    assert np.all(np.isfinite(d.astype(np.float32)))
+    # Each group's scale is at least as good as amax/7's for that group (the search includes it).
+    back = dequantize_hm_q4(pack_hm_q4(q, d, group), *w.shape, group).reshape(64, -1, group)
+    qa, da = quantize_hm_q4_codes(w, group, method="amax")
+    back_a = dequantize_hm_q4(pack_hm_q4(qa, da, group), *w.shape, group).reshape(64, -1, group)
+    wg = w.reshape(64, -1, group)
+    e_mse = ((back - wg) ** 2).sum(axis=2)
+    e_amax = ((back_a - wg) ** 2).sum(axis=2)
+    assert np.all(e_mse <= e_amax * 1.01 + 1e-12)
+
+
+def test_mse_search_reproduces_exactly_representable_values():
+    rng = np.random.default_rng(3)
+    codes = rng.integers(-8, 8, size=(8, 128))
+    codes[:, 0] = -8
+    w = (codes * 0.25).astype(np.float32)
+    back = dequantize_hm_q4(quantize_hm_q4(w, 64), 8, 128, 64)
+    assert np.array_equal(back, w)
 
 
 def test_layout_scales_first_then_interleaved_nibbles():
@@ -33,7 +67,7 @@ def test_layout_scales_first_then_interleaved_nibbles():
     w = (codes - 8) / (r + 1.0)
     w[:, 0] = 7.0 / (r[:, 0] + 1.0)  # make amax exactly 7 * d in every row
     codes[:, 0] = 15
-    data = quantize_hm_q4(w.astype(np.float32), group)
+    data = quantize_hm_q4(w.astype(np.float32), group, method="amax")
     assert len(data) == 8 + 128
     scales = np.frombuffer(data[:8], dtype="<f2")
     assert np.allclose(scales, 1.0 / np.arange(1, 5), rtol=1e-3)
@@ -62,7 +96,47 @@ def test_zero_group_gives_zero_scale_and_code_8():
     assert not np.any(dequantize_hm_q4(data, 4, 64, 64))
 
 
-@pytest.mark.parametrize("shape,group", [((3, 64), 64), ((4, 96), 64), ((4, 64), 32)])
+def test_group_32_is_one_chunk_per_tile_group():
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((4, 64)).astype(np.float32)
+    data = quantize_hm_q4(w, 32)
+    assert len(data) == 2 * (8 + 64) == tensor_bytes(4, 64, 32)
+    q, d = quantize_hm_q4_codes(w, 32)
+    for k in range(2):  # tile-group k = scales of rows 0-3 for columns 32k.., then one chunk
+        tg = data[72 * k:72 * (k + 1)]
+        assert np.array_equal(np.frombuffer(tg[:8], dtype="<f2"), d[:, k])
+        for row in range(4):
+            for col in range(32):
+                half, j = divmod(col, 16)
+                i, e = divmod(j, 4)
+                assert (tg[8 + 16 * i + 4 * row + e] >> (4 * half)) & 0xF == q[row, 32 * k + col]
+    assert GGML_TYPE[32] == 1032
+
+
+def test_gguf_writer_and_reader_know_the_types(tmp_path):
+    register_with_gguf()
+    rng = np.random.default_rng(2)
+    path = tmp_path / "t.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    mats = {}
+    for group, type_id in GGML_TYPE.items():
+        w = rng.standard_normal((8, 256)).astype(np.float32)
+        raw = np.frombuffer(quantize_hm_q4(w, group), dtype=np.uint8).reshape(8, -1)
+        writer.add_tensor(f"w{group}", raw, raw_shape=raw.shape, raw_dtype=type_id)
+        mats[group] = raw.tobytes()
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    reader = gguf.GGUFReader(str(path))
+    for t in reader.tensors:
+        group = int(t.name[1:])
+        assert int(t.tensor_type) == GGML_TYPE[group] and t.tensor_type.name == f"HM_Q4_G{group}"
+        assert list(t.shape) == [256, 8] and t.n_bytes == tensor_bytes(8, 256, group)
+        assert np.asarray(t.data).tobytes() == mats[group]
+
+
+@pytest.mark.parametrize("shape,group", [((3, 64), 64), ((4, 96), 64), ((4, 48), 32), ((4, 64), 16)])
 def test_rejects_shapes_the_format_cannot_hold(shape, group):
     with pytest.raises(ValueError):
         quantize_hm_q4(np.ones(shape, dtype=np.float32), group)
