@@ -357,6 +357,39 @@ def api_cmd(ctx, check, as_json):
             click.echo(f"{r.path}: {'up to date' if r.state == 'unchanged' else r.state}")
 
 
+@cli.command("quantize")
+@click.argument("input_path", metavar="IN.gguf", type=click.Path(path_type=Path))
+@click.argument("output_path", metavar="OUT.gguf", type=click.Path(path_type=Path))
+@click.option("--scheme", type=click.Choice(["int4-g128", "int4-g64", "int4-g32"]), default="int4-g128",
+              show_default=True, help="INT4 group size of the 4-bit tensors (Q/K/V stay Q8_0, norms F32).")
+@click.option("--keep", "keep", multiple=True, metavar="TYPE:PATTERN,...",
+              help="Per-tensor type override, TYPE one of f32, f16, q8_0, int4-g32, int4-g64, int4-g128, "
+                   "PATTERN an fnmatch pattern on tensor names; the last matching rule wins.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def quantize_cmd(input_path, output_path, scheme, keep, as_json):
+    """Re-quantize a GGUF model into the engine's INT4 formats (mixed precision), atomically."""
+    from hmbuild.quantize import format_report, quantize_model
+
+    state = {}
+
+    def on_plan(plans):
+        total = sum(t.n_elements for t in plans)
+        state["bar"] = click.progressbar(length=total, label="Quantizing", file=sys.stderr, show_eta=True)
+        state["bar"].__enter__()
+
+    try:
+        result = quantize_model(input_path, output_path, scheme=scheme, keep=keep,
+                                progress=lambda n: state["bar"].update(n), on_plan=on_plan)
+    finally:
+        if "bar" in state:
+            state["bar"].__exit__(None, None, None)
+    if as_json:
+        _emit_json(result.to_json())
+        return
+    for line in format_report(result):
+        click.echo(line)
+
+
 def main():
     cli(prog_name="hmbuild")
 

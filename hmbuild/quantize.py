@@ -1,0 +1,464 @@
+"""hmbuild quantize: re-quantize a GGUF model into the engine's INT4 formats (docs/int4-format.md).
+
+Default mixed precision (the field report's choice): the attention Q/K/V projections stay 8-bit
+(Q8_0), norms and every 1-D tensor stay F32, every other matrix (token embedding, which Gemma
+also uses as its output, attn_output, the FFN, output) becomes HM_Q4_G<G>. A matrix whose shape
+the INT4 format cannot hold (n_rows % 4, n_cols % G) falls back to Q8_0, or to a float type when
+n_cols % 32 != 0 too; the result names each fallback. `--keep TYPE:PATTERN` rules (fnmatch on
+tensor names, the last matching rule wins) override the default per tensor.
+
+Sources are dequantized with the gguf package (gguf.quants.dequantize; HM_Q4 through
+hmbuild.int4_format) and written with gguf.GGUFWriter to a temporary file next to the output,
+renamed into place at the end: a failure or Ctrl-C leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from hmbuild import __version__
+from hmbuild.errors import HmbuildError
+from hmbuild.int4_format import GGML_TYPE as HM_TYPES
+from hmbuild.int4_format import TYPE_NAME as HM_NAMES
+from hmbuild.int4_format import dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes, register_with_gguf
+
+SCHEMES = {"int4-g128": 128, "int4-g64": 64, "int4-g32": 32}
+F32, F16, BF16, Q8_0 = 0, 1, 30, 8
+# --keep TYPE names -> GGML type ids
+KEEP_TYPES = {"f32": F32, "f16": F16, "q8_0": Q8_0, "int4-g32": HM_TYPES[32], "int4-g64": HM_TYPES[64],
+              "int4-g128": HM_TYPES[128]}
+# Source types this command reads: what gguf.quants.dequantize handles among the float and
+# classic/K quant types, plus the project's own INT4.
+READABLE = {0: "F32", 1: "F16", 30: "BF16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
+            10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", **HM_NAMES}
+QKV_SUFFIXES = ("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight")
+QUANTIZE_KEYS = ("hmbuild.quantize.scheme", "hmbuild.quantize.keep", "hmbuild.quantize.source_file_type")
+CHUNK_ELEMENTS = 1 << 20  # elements converted at a time (bounds the float32 temporaries)
+
+
+def type_name(type_id: int) -> str:
+    if type_id in READABLE:
+        return READABLE[type_id]
+    import gguf
+
+    try:
+        return gguf.GGMLQuantizationType(type_id).name
+    except ValueError:
+        return f"type {type_id}"
+
+
+def type_nbytes(type_id: int, n_rows: int, n_cols: int) -> int:
+    import gguf
+
+    register_with_gguf()
+    block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(type_id)]
+    return n_rows * (n_cols // block) * size
+
+
+@dataclass
+class KeepRule:
+    type_id: int
+    pattern: str
+    text: str  # as the user wrote it, for messages
+
+
+@dataclass
+class TensorPlan:
+    """What happens to one tensor. shape is GGUF's ne order (ne[0] = n_cols)."""
+
+    name: str
+    shape: tuple[int, ...]
+    source_type: int
+    source_bytes: int
+    type: int = F32
+    wanted: int = F32
+    rule: str = "default"  # "default" or the --keep rule that chose the type
+    reason: str | None = None  # why `type` differs from `wanted` (a fallback)
+    nbytes: int = 0
+
+    @property
+    def n_cols(self) -> int:
+        return self.shape[0]
+
+    @property
+    def n_rows(self) -> int:
+        return int(np.prod(self.shape[1:], dtype=np.int64)) if len(self.shape) > 1 else 1
+
+    @property
+    def n_elements(self) -> int:
+        return self.n_cols * self.n_rows
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "shape": list(self.shape), "source_type": type_name(self.source_type),
+             "type": type_name(self.type), "bytes": self.nbytes, "rule": self.rule}
+        if self.reason:
+            d["wanted"] = type_name(self.wanted)
+            d["fallback"] = self.reason
+        return d
+
+
+@dataclass
+class QuantizeResult:
+    input: Path
+    output: Path
+    scheme: str
+    keep: list[str]
+    input_bytes: int
+    output_bytes: int
+    tensors: list[TensorPlan]
+    seconds: float
+    metadata_keys: int = 0
+    added_keys: dict = field(default_factory=dict)
+    dropped_keys: list[str] = field(default_factory=list)
+
+    def counts(self, source: bool = False) -> dict[str, int]:
+        c = Counter(type_name(t.source_type if source else t.type) for t in self.tensors)
+        return dict(sorted(c.items()))
+
+    def bytes_by_type(self, source: bool = False) -> dict[str, int]:
+        c: Counter = Counter()
+        for t in self.tensors:
+            c[type_name(t.source_type if source else t.type)] += t.source_bytes if source else t.nbytes
+        return dict(sorted(c.items()))
+
+    @property
+    def fallbacks(self) -> list[TensorPlan]:
+        return [t for t in self.tensors if t.reason]
+
+    def to_json(self) -> dict:
+        return {
+            "ok": True,
+            "input": str(self.input),
+            "output": str(self.output),
+            "scheme": self.scheme,
+            "keep": self.keep,
+            "input_bytes": self.input_bytes,
+            "output_bytes": self.output_bytes,
+            "ratio": round(self.output_bytes / self.input_bytes, 4) if self.input_bytes else None,
+            "tensors": self.counts(),
+            "bytes_by_type": self.bytes_by_type(),
+            "input_tensors": self.counts(source=True),
+            "input_bytes_by_type": self.bytes_by_type(source=True),
+            "fallbacks": [{"name": t.name, "wanted": type_name(t.wanted), "type": type_name(t.type),
+                           "reason": t.reason} for t in self.fallbacks],
+            "metadata_keys": self.metadata_keys,
+            "added_keys": self.added_keys,
+            "dropped_keys": self.dropped_keys,
+            "seconds": round(self.seconds, 2),
+            "per_tensor": [t.to_json() for t in self.tensors],
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning
+
+
+def parse_keep(specs: list[str] | tuple[str, ...] | None) -> list[KeepRule]:
+    """--keep values (each TYPE:PATTERN[,TYPE:PATTERN...]) -> rules in the order given."""
+    rules = []
+    names = ", ".join(KEEP_TYPES)
+    for spec in specs or ():
+        for item in spec.split(","):
+            text = item.strip()
+            type_text, sep, pattern = text.partition(":")
+            type_text, pattern = type_text.strip().lower(), pattern.strip()
+            if not sep or not pattern or type_text not in KEEP_TYPES:
+                raise HmbuildError(f"--keep takes TYPE:PATTERN[,TYPE:PATTERN...] with TYPE one of {names} and a "
+                                   f"tensor-name pattern such as blk.*.ffn_down.weight, not {text!r}.")
+            rules.append(KeepRule(KEEP_TYPES[type_text], pattern, text))
+    return rules
+
+
+def _default_type(name: str, shape: tuple[int, ...], group: int) -> int:
+    if len(shape) == 1 or "norm" in name:
+        return F32
+    if name.endswith(QKV_SUFFIXES):
+        return Q8_0
+    return HM_TYPES[group]
+
+
+def _fit(t: TensorPlan, wanted: int) -> tuple[int, str | None]:
+    """The type t gets when `wanted` is asked for, and the reason when that is a fallback."""
+    float_fallback = F32 if t.source_type == F32 else F16
+    if len(t.shape) == 1:
+        if wanted in (F32, F16):
+            return wanted, None
+        return F32, "1-D tensors stay float"
+    if wanted in HM_NAMES:
+        group = {v: k for k, v in HM_TYPES.items()}[wanted]
+        why = None
+        if len(t.shape) != 2:
+            why = f"INT4 holds 2-D matrices, this one has {len(t.shape)} dimensions"
+        elif t.n_rows % 4:
+            why = f"n_rows {t.n_rows} is not a multiple of 4"
+        elif t.n_cols % group:
+            why = f"n_cols {t.n_cols} is not a multiple of the group size {group}"
+        if why is None:
+            return wanted, None
+        if t.n_cols % 32 == 0:
+            return Q8_0, why
+        return float_fallback, f"{why}, and not of 32 either"
+    if wanted == Q8_0 and t.n_cols % 32:
+        return float_fallback, f"n_cols {t.n_cols} is not a multiple of Q8_0's block of 32"
+    return wanted, None
+
+
+def plan_tensors(reader, group: int, rules: list[KeepRule]) -> list[TensorPlan]:
+    """One TensorPlan per tensor of the reader, in file order; raises HmbuildError for a source
+    type that cannot be read or a --keep pattern that matches no tensor."""
+    plans = []
+    for rt in reader.tensors:
+        source = int(rt.tensor_type)
+        if source not in READABLE:
+            raise HmbuildError(f"Tensor {rt.name} has type {type_name(source)}, which hmbuild quantize cannot read "
+                               f"(it reads {', '.join(sorted(set(READABLE.values())))}).")
+        shape = tuple(int(x) for x in rt.shape)
+        plans.append(TensorPlan(name=rt.name, shape=shape, source_type=source, source_bytes=int(rt.n_bytes)))
+    used = [False] * len(rules)
+    for t in plans:
+        t.wanted = _default_type(t.name, t.shape, group)
+        for i, r in enumerate(rules):
+            if fnmatch.fnmatchcase(t.name, r.pattern):
+                used[i] = True
+                t.wanted, t.rule = r.type_id, f"--keep {r.text}"
+        t.type, t.reason = _fit(t, t.wanted)
+        t.nbytes = type_nbytes(t.type, t.n_rows, t.n_cols)
+    unused = [r.text for r, u in zip(rules, used) if not u]
+    if unused:
+        raise HmbuildError(f"--keep {', '.join(unused)} matches no tensor of the model; check the pattern against the "
+                           f"tensor names (e.g. {plans[0].name if plans else 'blk.0.attn_q.weight'}).")
+    return plans
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversion
+
+
+def _rows_per_chunk(t: TensorPlan) -> int:
+    rows = max(4, CHUNK_ELEMENTS // max(1, t.n_cols))
+    return rows - rows % 4
+
+
+def _dequantize_rows(raw: np.ndarray, t: TensorPlan) -> np.ndarray:
+    """float32 [rows, n_cols] of a chunk of source rows (raw as the reader gives it, rows first)."""
+    from gguf import GGMLQuantizationType, quants
+
+    if t.source_type in HM_NAMES:
+        group = {v: k for k, v in HM_TYPES.items()}[t.source_type]
+        return dequantize_hm_q4(np.ascontiguousarray(raw).tobytes(), raw.shape[0], t.n_cols, group)
+    out = quants.dequantize(np.ascontiguousarray(raw), GGMLQuantizationType(t.source_type))
+    return np.asarray(out, dtype=np.float32).reshape(raw.shape[0], t.n_cols)
+
+
+def _convert_rows(w: np.ndarray, t: TensorPlan) -> np.ndarray:
+    from gguf import GGMLQuantizationType, quants
+
+    if t.type == F32:
+        return np.ascontiguousarray(w, dtype=np.float32)
+    if t.type == F16:
+        return w.astype(np.float16)
+    if t.type in HM_NAMES:
+        group = {v: k for k, v in HM_TYPES.items()}[t.type]
+        q, d = quantize_hm_q4_codes(w, group)
+        return np.frombuffer(pack_hm_q4(q, d, group), dtype=np.uint8)
+    return quants.quantize(w, GGMLQuantizationType(t.type))
+
+
+def _tensor_bytes(rt, t: TensorPlan, progress: Callable[[int], None] | None) -> np.ndarray:
+    """The output bytes of one tensor (a flat array of t.nbytes bytes)."""
+    data = np.asarray(rt.data)
+    raw = data.reshape(t.n_rows, -1)
+    if t.type == t.source_type:  # already in the wanted type: copied bit for bit
+        if progress:
+            progress(t.n_elements)
+        return raw.reshape(-1).view(np.uint8)
+    out = np.empty(t.nbytes, dtype=np.uint8)
+    step, pos = _rows_per_chunk(t), 0
+    for r0 in range(0, t.n_rows, step):
+        rows = raw[r0:r0 + step]
+        w = _dequantize_rows(rows, t)
+        if not np.all(np.isfinite(w)):
+            raise HmbuildError(f"Tensor {t.name} holds NaN or infinite values; the source model is damaged.")
+        b = np.ascontiguousarray(_convert_rows(w, t)).reshape(-1).view(np.uint8)
+        out[pos:pos + b.size] = b
+        pos += b.size
+        if progress:
+            progress(rows.shape[0] * t.n_cols)
+    assert pos == t.nbytes, (t.name, pos, t.nbytes)
+    return out
+
+
+def _file_type(plans: list[TensorPlan]) -> int | None:
+    """general.file_type when every matrix is one standard type llama.cpp has a name for, else None
+    (the key is dropped: no llama_ftype describes HM_Q4 or a mixture)."""
+    matrix_types = {t.type for t in plans if len(t.shape) > 1}
+    return {frozenset({F32}): 0, frozenset({F16}): 1, frozenset({Q8_0}): 7}.get(frozenset(matrix_types))
+
+
+def _open_reader(path: Path):
+    import gguf
+
+    register_with_gguf()
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise HmbuildError(f"Cannot read {path}: {exc.strerror}.") from None
+    if magic != b"GGUF":
+        raise HmbuildError(f"{path} is not a GGUF file (it does not start with the GGUF magic); pass a .gguf model.")
+    try:
+        return gguf.GGUFReader(str(path), "r")
+    except Exception as exc:  # noqa: BLE001 - a damaged file, whatever the reader trips over
+        raise HmbuildError(f"{path} is not a readable GGUF file ({exc}); check that it was downloaded completely.") \
+            from None
+
+
+def check_paths(input_path: Path, output_path: Path) -> tuple[Path, Path]:
+    src = Path(input_path).expanduser()
+    dst = Path(output_path).expanduser()
+    if not src.exists():
+        raise HmbuildError(f"Input model {src} does not exist; pass an existing .gguf file.")
+    if not src.is_file():
+        raise HmbuildError(f"Input model {src} is not a file; pass a .gguf file.")
+    if dst.resolve() == src.resolve() or (dst.exists() and os.path.samefile(dst, src)):
+        raise HmbuildError(f"The output {dst} is the input model; write the quantized model to another file.")
+    if dst.is_dir():
+        raise HmbuildError(f"The output {dst} is a folder; give a file name such as {dst / 'model-int4.gguf'}.")
+    folder = dst.parent if str(dst.parent) else Path(".")
+    if not folder.is_dir():
+        raise HmbuildError(f"The output folder {folder} does not exist; create it first or write elsewhere.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise HmbuildError(f"The output folder {folder} is not writable; choose a folder you can write to.")
+    return src, dst
+
+
+def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128",
+                   keep: list[str] | tuple[str, ...] | None = None,
+                   progress: Callable[[int], None] | None = None,
+                   on_plan: Callable[[list[TensorPlan]], None] | None = None) -> QuantizeResult:
+    """Re-quantizes input_path into output_path. `progress(n)` is called with the number of source
+    elements just converted; `on_plan(plans)` once before any conversion (e.g. to size a bar)."""
+    import gguf
+
+    t0 = time.monotonic()
+    if scheme not in SCHEMES:
+        raise HmbuildError(f"Unknown scheme {scheme!r}; use one of {', '.join(SCHEMES)}.")
+    keep = list(keep or ())
+    rules = parse_keep(keep)
+    src, dst = check_paths(input_path, output_path)
+    reader = _open_reader(src)
+    plans = plan_tensors(reader, SCHEMES[scheme], rules)
+    if on_plan:
+        on_plan(plans)
+
+    arch_field = reader.fields.get("general.architecture")
+    arch = arch_field.contents() if arch_field is not None else None
+    if not isinstance(arch, str) or not arch:
+        raise HmbuildError(f"{src} has no general.architecture; it is not a model file hmbuild can quantize.")
+
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".part")
+    except OSError as exc:
+        raise HmbuildError(f"Cannot create a file in {dst.parent}: {exc.strerror}; choose a folder you can write to.") \
+            from None
+    os.close(fd)
+    tmp = Path(tmp_name)
+    writer = None
+    try:
+        writer = gguf.GGUFWriter(str(tmp), arch)
+        dropped, n_keys = [], 0
+        file_type = _file_type(plans)
+        source_file_type = None
+        for f in reader.fields.values():
+            if f.name.startswith("GGUF.") or f.name == "general.architecture" or f.name in QUANTIZE_KEYS \
+                    or f.name == "general.quantized_by":
+                continue
+            if f.name == "general.file_type":
+                source_file_type = f.contents()
+                if file_type is None:
+                    dropped.append(f.name)
+                    continue
+                writer.add_key_value(f.name, file_type, gguf.GGUFValueType.UINT32)
+                n_keys += 1
+                continue
+            vtype = f.types[0]
+            sub = f.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+            writer.add_key_value(f.name, f.contents(), vtype, sub_type=sub)
+            n_keys += 1
+        if f_align := reader.fields.get("general.alignment"):
+            writer.data_alignment = int(f_align.contents())
+        added = {"general.quantized_by": f"hmbuild {__version__}", "hmbuild.quantize.scheme": scheme}
+        if keep:
+            added["hmbuild.quantize.keep"] = ",".join(r.text for r in rules)
+        if source_file_type is not None:
+            added["hmbuild.quantize.source_file_type"] = int(source_file_type)
+        for k, v in added.items():
+            if isinstance(v, int):
+                writer.add_key_value(k, v, gguf.GGUFValueType.UINT32)
+            else:
+                writer.add_string(k, v)
+
+        for t in plans:
+            np_shape = tuple(reversed(t.shape))
+            if t.type in (F32, F16):
+                writer.add_tensor_info(t.name, np_shape, np.dtype(np.float32 if t.type == F32 else np.float16),
+                                       t.nbytes)
+            else:
+                writer.add_tensor_info(t.name, np_shape, np.dtype(np.float32), t.nbytes,
+                                       raw_dtype=gguf.GGMLQuantizationType(t.type))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        for rt, t in zip(reader.tensors, plans):
+            writer.write_tensor_data(_tensor_bytes(rt, t, progress))
+        writer.flush()
+        os.fsync(writer.fout[0].fileno())
+        writer.close()
+        writer = None
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, dst)
+    except OSError as exc:
+        raise HmbuildError(f"Writing {dst} failed: {exc.strerror or exc}; check the free space and permissions of "
+                           f"{dst.parent}.") from None
+    finally:
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - already failing; the temp file goes below
+                pass
+        if tmp.exists():
+            tmp.unlink()
+    return QuantizeResult(input=src, output=dst, scheme=scheme, keep=[r.text for r in rules],
+                          input_bytes=src.stat().st_size, output_bytes=dst.stat().st_size, tensors=plans,
+                          seconds=time.monotonic() - t0, metadata_keys=n_keys, added_keys=added,
+                          dropped_keys=dropped)
+
+
+def format_report(r: QuantizeResult) -> list[str]:
+    """Human-readable lines: sizes before/after, per type, and the fallbacks."""
+    def mib(n):
+        return f"{n / (1 << 20):9.1f} MiB"
+
+    lines = [f"{r.input} -> {r.output} ({r.scheme}) in {r.seconds:.1f} s",
+             f"  file size   {mib(r.input_bytes)} -> {mib(r.output_bytes)}  ({100.0 * r.output_bytes / r.input_bytes:.1f} %)",
+             f"  {'type':<11} {'before':>24}   {'after':>24}"]
+    cb, bb = r.counts(source=True), r.bytes_by_type(source=True)
+    ca, ba = r.counts(), r.bytes_by_type()
+    for name in sorted(set(cb) | set(ca)):
+        before = f"{cb.get(name, 0):4d} {mib(bb.get(name, 0))}" if name in cb else ""
+        after = f"{ca.get(name, 0):4d} {mib(ba.get(name, 0))}" if name in ca else ""
+        lines.append(f"  {name:<11} {before:>24}   {after:>24}")
+    for t in r.fallbacks:
+        lines.append(f"  fallback: {t.name} is {type_name(t.type)}, not {type_name(t.wanted)}: {t.reason}")
+    return lines
