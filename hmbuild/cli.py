@@ -390,6 +390,36 @@ def quantize_cmd(input_path, output_path, scheme, keep, as_json):
         click.echo(line)
 
 
+@cli.command("plan")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), help="A GGUF model file to plan for.")
+@click.option("--params", help="Or a hypothetical model's parameter count: 3B, 1.5B, 270M.")
+@click.option("--layers", type=int, help="With --params: transformer layers.")
+@click.option("--kv-heads", type=int, help="With --params: KV heads.")
+@click.option("--head-dim", type=int, help="With --params: head size.")
+@click.option("--vocab", type=int, help="With --params: vocabulary size.")
+@click.option("--d-model", type=int, help="With --params: hidden size (default: estimated from --params).")
+@click.option("--d-ff", type=int, help="With --params: FFN size (default: estimated from --params).")
+@click.option("--quant", type=click.Choice(["int4-g128", "int4-g64", "int4-g32", "q4_k_m", "q8_0", "f16"]),
+              help="Weight scheme (default: the file as it is; int4-g128 with --params).")
+@click.option("--ctx", "ctx_size", type=int, default=2048, show_default=True, help="Context size in tokens.")
+@click.option("--kv", type=click.Choice(["f16", "q8_0"]), default="f16", show_default=True, help="KV cache type.")
+@click.option("--budget", help="Memory budget: 2.5GB (10^9 bytes), 800MB, 1.5GiB (2^30 bytes).")
+@click.option("--threads", type=int, default=4, show_default=True,
+              help="Inference threads (each keeps one attention row); the engine's default is the big cores.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def plan_cmd(model_path, params, layers, kv_heads, head_dim, vocab, d_model, d_ff, quant, ctx_size, kv, budget,
+             threads, as_json):
+    """Memory plan (weights + KV cache + scratch) of a model, its verdict against a budget, and fixes."""
+    from hmbuild.plan import plan, render_text
+
+    result = plan(model_path, params, layers=layers, kv_heads=kv_heads, head_dim=head_dim, vocab=vocab,
+                  d_model=d_model, d_ff=d_ff, quant=quant, ctx=ctx_size, kv=kv, budget=budget, threads=threads)
+    if as_json:
+        _emit_json({"ok": True, **result.to_json()})
+    else:
+        click.echo(render_text(result))
+
+
 def main():
     cli(prog_name="hmbuild")
 
