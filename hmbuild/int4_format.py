@@ -55,9 +55,17 @@ def _codes(g: np.ndarray, iscale: np.ndarray) -> np.ndarray:
     return L
 
 
-def _search_scales(g: np.ndarray) -> np.ndarray:
-    """float32 d [rows, groups, 1] minimising sum((L * d - x)^2) over the candidate grid, refitted
-    by least squares (d = sum(x L) / sum(L^2) for the chosen codes L)."""
+def _search_scales(g: np.ndarray, imp: np.ndarray | None = None) -> np.ndarray:
+    """float32 d [rows, groups, 1] minimising sum(imp * (L * d - x)^2) over the candidate grid,
+    refitted by least squares (d = sum(imp x L) / sum(imp L^2) for the chosen codes L). imp
+    [groups, group] weighs columns (None: all 1)."""
+    gi = g if imp is None else g * imp
+    if imp is None:
+        def sums(L):
+            return (np.einsum("ijk,ijk->ij", g, L)[..., None], np.einsum("ijk,ijk->ij", L, L)[..., None])
+    else:
+        def sums(L):
+            return (np.einsum("ijk,ijk->ij", gi, L)[..., None], np.einsum("ijk,ijk,jk->ij", L, L, imp)[..., None])
     idx = np.argmax(np.abs(g), axis=2)[..., None]
     m = np.take_along_axis(g, idx, axis=2)
     safe_m = np.where(m != 0, m, np.float32(1.0)).astype(np.float32)
@@ -65,26 +73,27 @@ def _search_scales(g: np.ndarray) -> np.ndarray:
     best_k = np.zeros(m.shape, dtype=np.float32)
     for k in SCALE_DIVISORS:
         L = _codes(g, np.float32(-k) / safe_m)
-        slx = np.einsum("ijk,ijk->ij", g, L)[..., None]
-        sl2 = np.einsum("ijk,ijk->ij", L, L)[..., None]
+        slx, sl2 = sums(L)
         # For fixed codes the best d is slx / sl2 and the squared error sum(x^2) - slx^2 / sl2.
         score = slx * slx / np.maximum(sl2, np.float32(1e-30))
         better = score > best
         best = np.where(better, score, best)
         best_k = np.where(better, np.float32(k), best_k)
     L = _codes(g, -best_k / safe_m)
-    slx = np.einsum("ijk,ijk->ij", g, L)[..., None]
-    sl2 = np.einsum("ijk,ijk->ij", L, L)[..., None]
+    slx, sl2 = sums(L)
     return np.where((sl2 > 0) & (m != 0), slx / np.maximum(sl2, np.float32(1e-30)), np.float32(0.0))
 
 
-def quantize_hm_q4_codes(weights: np.ndarray, group: int, method: str = "mse") -> tuple[np.ndarray, np.ndarray]:
+def quantize_hm_q4_codes(weights: np.ndarray, group: int, method: str = "mse",
+                         importance: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Returns (q uint8 [n_rows, n_cols] in 0..15, d float16 [n_rows, n_cols / group]).
 
     method "mse" (default): per row and group, the scale (either sign) of least squared error over
     SCALE_DIVISORS, refitted by least squares; codes use the full -8..7. method "amax": d =
     amax / 7 and codes -7..7, every element within d / 2 of its value (the original rule).
-    Either way q = clamp(round_half_even(x / fp16(d)) + 8, 0, 15)."""
+    Either way q = clamp(round_half_even(x / fp16(d)) + 8, 0, 15). importance (n_cols positive
+    floats, "mse" only) weighs the squared error per column, e.g. by the mean square of the
+    activations the matrix multiplies."""
     if method not in ("mse", "amax"):
         raise ValueError(f"method must be 'mse' or 'amax', not {method!r}")
     w = np.asarray(weights, dtype=np.float32)
@@ -94,6 +103,12 @@ def quantize_hm_q4_codes(weights: np.ndarray, group: int, method: str = "mse") -
     _check_shape(n_rows, n_cols, group)
     if not np.all(np.isfinite(w)):
         raise ValueError("weights contain NaN or infinity")
+    imp = None
+    if importance is not None:
+        imp = np.asarray(importance, dtype=np.float32).reshape(-1)
+        if imp.shape != (n_cols,) or not np.all(np.isfinite(imp)) or np.any(imp < 0):
+            raise ValueError(f"importance must be {n_cols} finite non-negative floats")
+        imp = imp.reshape(n_cols // group, group)
     q = np.empty((n_rows, n_cols), dtype=np.uint8)
     d16 = np.empty((n_rows, n_cols // group), dtype=np.float16)
     for r0 in range(0, n_rows, _ROWS_PER_BLOCK):
@@ -101,7 +116,7 @@ def quantize_hm_q4_codes(weights: np.ndarray, group: int, method: str = "mse") -
         if method == "amax":
             d = (np.max(np.abs(g), axis=2, keepdims=True) / np.float32(7.0))
         else:
-            d = _search_scales(g)
+            d = _search_scales(g, imp)
         dh = d.astype(np.float16)
         df = dh.astype(np.float32)
         with np.errstate(divide="ignore"):

@@ -394,6 +394,9 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
             sub = f.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
             writer.add_key_value(f.name, f.contents(), vtype, sub_type=sub)
             n_keys += 1
+        if file_type is not None and "general.file_type" not in reader.fields:
+            writer.add_key_value("general.file_type", file_type, gguf.GGUFValueType.UINT32)
+            n_keys += 1
         if f_align := reader.fields.get("general.alignment"):
             writer.data_alignment = int(f_align.contents())
         added = {"general.quantized_by": f"hmbuild {__version__}", "hmbuild.quantize.scheme": scheme}

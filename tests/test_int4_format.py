@@ -145,3 +145,20 @@ def test_rejects_shapes_the_format_cannot_hold(shape, group):
 def test_rejects_wrong_byte_count():
     with pytest.raises(ValueError):
         dequantize_hm_q4(b"\0" * 10, 4, 64, 64)
+
+
+def test_importance_weighs_the_scale_search_towards_heavy_columns():
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((16, 128)).astype(np.float32)
+    imp = np.full(128, 0.01, dtype=np.float32)
+    imp[::8] = 10.0
+    heavy = np.zeros(128, dtype=bool)
+    heavy[::8] = True
+    errs = {}
+    for name, importance in (("plain", None), ("weighted", imp)):
+        q, d = quantize_hm_q4_codes(w, 64, importance=importance)
+        back = dequantize_hm_q4(pack_hm_q4(q, d, 64), 16, 128, 64)
+        errs[name] = float(np.mean((back - w)[:, heavy] ** 2))
+    assert errs["weighted"] < errs["plain"], errs
+    with pytest.raises(ValueError):
+        quantize_hm_q4_codes(w, 64, importance=np.ones(5))

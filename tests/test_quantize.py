@@ -1,0 +1,360 @@
+"""hmbuild quantize on tiny random GGUFs (tests/tiny_models.py): the type each tensor gets by default,
+with --keep and on shapes INT4 cannot hold; metadata copied; the output re-read with GGUFReader
+and dequantized close to the source; bad input refused with one sentence and no file left; and
+the quantized model loads and runs in the native engine with logits close to the source's."""
+import json
+import subprocess
+
+import gguf
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as Q
+from gguf import quants
+
+from conftest import REPO, run_hmbuild
+from tiny_models import TinyConfig, TinyWriter, reference_logits, write_tiny_model
+
+from hmbuild.errors import HmbuildError
+from hmbuild.int4_format import GGML_TYPE, dequantize_hm_q4, register_with_gguf
+from hmbuild.quantize import parse_keep, quantize_model
+
+register_with_gguf()
+HM = {g: t for g, t in GGML_TYPE.items()}
+NAMES = {HM[32]: "HM_Q4_G32", HM[64]: "HM_Q4_G64", HM[128]: "HM_Q4_G128"}
+
+
+def tname(t) -> str:
+    return NAMES.get(int(t)) or Q(int(t)).name
+
+
+def tiny(tmp_path, arch="gemma3", qtype=Q.Q8_0, **kw):
+    cfg = TinyConfig(arch=arch, weight_type=qtype, n_layers=6 if arch == "gemma3" else 2,
+                     rope_base=1e6 if arch == "gemma3" else 10000.0, sliding_window=3, **kw)
+    path = tmp_path / f"{arch}-{Q(qtype).name}.gguf"
+    return cfg, write_tiny_model(path, cfg), path
+
+
+def read_types(path) -> dict[str, str]:
+    return {t.name: tname(t.tensor_type) for t in gguf.GGUFReader(str(path)).tensors}
+
+
+def dequantized(path) -> dict[str, np.ndarray]:
+    out = {}
+    for t in gguf.GGUFReader(str(path)).tensors:
+        shape = tuple(reversed([int(x) for x in t.shape]))
+        raw = np.asarray(t.data)
+        if int(t.tensor_type) in NAMES:
+            group = {v: k for k, v in HM.items()}[int(t.tensor_type)]
+            w = dequantize_hm_q4(raw.tobytes(), shape[0], shape[1], group)
+        else:
+            w = quants.dequantize(raw, t.tensor_type)
+        out[t.name] = np.asarray(w, dtype=np.float64).reshape(shape)
+    return out
+
+
+def rel_rms(a, b) -> float:
+    return float(np.sqrt(np.mean((a - b) ** 2)) / np.sqrt(np.mean(b ** 2)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Types per tensor
+
+
+@pytest.mark.parametrize("scheme,group", [("int4-g128", 128), ("int4-g64", 64), ("int4-g32", 32)])
+def test_default_mixed_precision(tmp_path, scheme, group):
+    cfg, W, src = tiny(tmp_path, "gemma3", Q.Q4_K)
+    out = tmp_path / "out.gguf"
+    r = quantize_model(src, out, scheme=scheme)
+    types = read_types(out)
+    hm = NAMES[HM[group]]
+    for name, t in types.items():
+        if W[name].ndim == 1:
+            assert t == "F32", name
+        elif name.endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight")):
+            assert t == "Q8_0", name
+        else:  # token_embd (the tied output too), attn_output, ffn_gate/up/down
+            assert t == hm, name
+    assert types["token_embd.weight"] == hm
+    assert r.counts() == {hm: 1 + 4 * cfg.n_layers, "Q8_0": 3 * cfg.n_layers, "F32": sum(w.ndim == 1 for w in W.values())}
+    assert not r.fallbacks
+    assert r.output_bytes == out.stat().st_size and r.input_bytes == src.stat().st_size
+
+
+def test_llama_output_matrix_is_int4_too(tmp_path):
+    _, _, src = tiny(tmp_path, "llama", Q.F16)
+    out = tmp_path / "out.gguf"
+    quantize_model(src, out)
+    types = read_types(out)
+    assert types["output.weight"] == types["token_embd.weight"] == "HM_Q4_G128"
+    assert types["blk.1.ffn_down.weight"] == "HM_Q4_G128" and types["blk.1.attn_v.weight"] == "Q8_0"
+
+
+def test_shapes_int4_cannot_hold_fall_back_and_are_reported(tmp_path):
+    t = TinyWriter(TinyConfig(weight_type=Q.F32))
+    t.weight("a.weight", 8, 96)      # cols % 64 -> Q8_0
+    t.weight("b.weight", 6, 128)     # rows % 4  -> Q8_0
+    t.weight("c.weight", 8, 40)      # cols % 32 too -> float (F32 source -> F32)
+    t.weight("d.weight", 8, 40, Q.F16)  # ... F16 source -> F16
+    t.weight("e.weight", 8, 128)     # fits
+    t.vector("f_norm.weight", 40)
+    src = t.write(tmp_path / "odd.gguf")
+    out = tmp_path / "out.gguf"
+    r = quantize_model(src, out, scheme="int4-g64")
+    assert read_types(out) == {"a.weight": "Q8_0", "b.weight": "Q8_0", "c.weight": "F32", "d.weight": "F16",
+                               "e.weight": "HM_Q4_G64", "f_norm.weight": "F32"}
+    reasons = {f.name: f.reason for f in r.fallbacks}
+    assert set(reasons) == {"a.weight", "b.weight", "c.weight", "d.weight"}
+    assert "n_cols 96" in reasons["a.weight"] and "n_rows 6" in reasons["b.weight"]
+    assert "32" in reasons["c.weight"]
+    j = r.to_json()
+    assert {f["name"] for f in j["fallbacks"]} == set(reasons)
+    assert all(f["wanted"] == "HM_Q4_G64" for f in j["fallbacks"])
+
+
+def test_keep_overrides_per_tensor_last_rule_wins(tmp_path):
+    _, _, src = tiny(tmp_path, "gemma3", Q.Q8_0)
+    out = tmp_path / "out.gguf"
+    r = quantize_model(src, out, keep=["q8_0:blk.*.ffn_down.weight,int4-g32:blk.0.ffn_down.weight",
+                                        "f16:token_embd.weight", "int4-g64:blk.*.attn_q.weight",
+                                        "f32:blk.1.attn_output.weight"])
+    types = read_types(out)
+    assert types["blk.0.ffn_down.weight"] == "HM_Q4_G32"
+    assert all(types[f"blk.{i}.ffn_down.weight"] == "Q8_0" for i in range(1, 6))
+    assert types["token_embd.weight"] == "F16"
+    assert types["blk.3.attn_q.weight"] == "HM_Q4_G64" and types["blk.3.attn_k.weight"] == "Q8_0"
+    assert types["blk.1.attn_output.weight"] == "F32" and types["blk.2.attn_output.weight"] == "HM_Q4_G128"
+    rules = {t.name: t.rule for t in r.tensors}
+    assert rules["blk.0.ffn_down.weight"] == "--keep int4-g32:blk.0.ffn_down.weight"
+    assert rules["blk.2.ffn_up.weight"] == "default"
+
+
+def test_keep_asking_int4_of_a_vector_keeps_it_float(tmp_path):
+    _, _, src = tiny(tmp_path, "llama", Q.Q8_0)
+    r = quantize_model(src, tmp_path / "out.gguf", keep=["int4-g64:output_norm.weight"])
+    (f,) = r.fallbacks
+    assert f.name == "output_norm.weight" and tname(f.type) == "F32" and "1-D" in f.reason
+
+
+@pytest.mark.parametrize("spec", ["q4_0:blk.*", "int4-g128", "q8_0:", ":blk.*", "int4-g16:x"])
+def test_parse_keep_rejects_bad_syntax(spec):
+    with pytest.raises(HmbuildError, match="--keep takes TYPE:PATTERN"):
+        parse_keep([spec])
+
+
+def test_parse_keep_accepts_lists_and_repeats():
+    rules = parse_keep(["q8_0:a*, f16:b", "INT4-G64:c"])
+    assert [(r.type_id, r.pattern) for r in rules] == [(8, "a*"), (1, "b"), (HM[64], "c")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Contents: values and metadata
+
+
+def test_output_values_are_close_to_the_source(tmp_path):
+    _, W, src = tiny(tmp_path, "llama", Q.F32)
+    out = tmp_path / "out.gguf"
+    quantize_model(src, out, scheme="int4-g64", keep=["f16:blk.0.ffn_up.weight"])
+    got = dequantized(out)
+    assert set(got) == set(W)
+    for name, w in W.items():
+        assert got[name].shape == w.shape, name
+        if w.ndim == 1:
+            assert np.array_equal(got[name], w), name
+        elif name.endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight")):
+            assert rel_rms(got[name], w) < 0.01, name
+        elif name == "blk.0.ffn_up.weight":
+            assert rel_rms(got[name], w) < 1e-3, name
+        else:  # 4 bits, group 64, Gaussian weights: ~10 % RMS, every element within ~1.5 steps
+            assert rel_rms(got[name], w) < 0.13, name
+            groups = w.reshape(w.shape[0], -1, 64)
+            assert np.all(np.abs(got[name] - w).reshape(groups.shape) <= np.abs(groups).max(axis=2, keepdims=True) / 4)
+
+
+def test_same_type_is_copied_bit_for_bit(tmp_path):
+    _, _, src = tiny(tmp_path, "gemma3", Q.Q8_0)
+    out = tmp_path / "out.gguf"
+    quantize_model(src, out)
+    a = {t.name: np.asarray(t.data).tobytes() for t in gguf.GGUFReader(str(src)).tensors}
+    b = {t.name: np.asarray(t.data).tobytes() for t in gguf.GGUFReader(str(out)).tensors}
+    assert b["blk.2.attn_v.weight"] == a["blk.2.attn_v.weight"]  # Q8_0 -> Q8_0
+    assert b["output_norm.weight"] == a["output_norm.weight"]    # F32 -> F32
+
+
+def test_metadata_is_copied_and_marked(tmp_path):
+    _, _, src = tiny(tmp_path, "gemma3", Q.Q5_0)
+    out = tmp_path / "out.gguf"
+    r = quantize_model(src, out, scheme="int4-g64", keep=["q8_0:blk.0.*"])
+    ra, rb = gguf.GGUFReader(str(src)), gguf.GGUFReader(str(out))
+    skip = ("GGUF.",)
+    for name, f in ra.fields.items():
+        if name.startswith(skip):
+            continue
+        assert name in rb.fields, name
+        assert rb.fields[name].types == f.types, name
+        assert rb.fields[name].contents() == f.contents(), name
+    assert rb.fields["general.architecture"].contents() == "gemma3"
+    assert rb.fields["tokenizer.ggml.tokens"].contents()[:4] == ["<pad>", "<eos>", "<bos>", "<unk>"]
+    assert rb.fields["general.quantized_by"].contents().startswith("hmbuild ")
+    assert rb.fields["hmbuild.quantize.scheme"].contents() == "int4-g64"
+    assert rb.fields["hmbuild.quantize.keep"].contents() == "q8_0:blk.0.*"
+    assert "general.file_type" not in rb.fields  # no llama_ftype names an HM_Q4 mixture
+    assert r.metadata_keys == len([n for n in ra.fields if not n.startswith(skip)]) - 1  # minus the architecture
+
+
+def test_all_q8_0_output_gets_a_file_type(tmp_path):
+    _, _, src = tiny(tmp_path, "llama", Q.F16)
+    out = tmp_path / "out.gguf"
+    quantize_model(src, out, keep=["q8_0:*.weight", "f32:*norm*"])
+    assert gguf.GGUFReader(str(out)).fields["general.file_type"].contents() == 7  # MOSTLY_Q8_0
+
+
+def test_requantizing_an_hm_q4_model(tmp_path):
+    _, W, src = tiny(tmp_path, "llama", Q.F32)
+    mid, out = tmp_path / "g32.gguf", tmp_path / "g128.gguf"
+    quantize_model(src, mid, scheme="int4-g32")
+    quantize_model(mid, out, scheme="int4-g128")
+    assert read_types(out)["blk.0.ffn_gate.weight"] == "HM_Q4_G128"
+    assert rel_rms(dequantized(out)["blk.0.ffn_gate.weight"], W["blk.0.ffn_gate.weight"]) < 0.2
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line and bad input
+
+
+def only_model_files(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_cli_json_and_text_report(tmp_path):
+    _, _, src = tiny(tmp_path, "gemma3", Q.Q6_K)
+    out = tmp_path / "q.gguf"
+    proc = run_hmbuild("quantize", str(src), str(out), "--scheme", "int4-g64", "--json")
+    assert proc.returncode == 0, proc.stderr
+    j = json.loads(proc.stdout)
+    assert j["ok"] is True and j["output_bytes"] == out.stat().st_size and j["input_bytes"] == src.stat().st_size
+    assert j["tensors"]["HM_Q4_G64"] == 25 and j["tensors"]["Q8_0"] == 18
+    assert j["input_tensors"]["Q6_K"] == 43
+    assert sum(j["bytes_by_type"].values()) <= j["output_bytes"]
+    assert only_model_files(tmp_path) == sorted([src.name, out.name])
+    proc = run_hmbuild("quantize", str(src), str(out))  # text; overwrites the earlier output
+    assert proc.returncode == 0, proc.stderr
+    assert "int4-g128" in proc.stdout and "MiB" in proc.stdout and "HM_Q4_G128" in proc.stdout
+    assert read_types(out)["blk.0.ffn_up.weight"] == "HM_Q4_G128"
+
+
+def bad(tmp_path, *args):
+    proc = run_hmbuild("quantize", *map(str, args))
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hmbuild: error: "), proc.stderr
+    return lines[0]
+
+
+def test_bad_input_is_one_sentence_and_writes_nothing(tmp_path):
+    _, _, src = tiny(tmp_path, "llama", Q.Q8_0)
+    out = tmp_path / "out.gguf"
+    assert "does not exist" in bad(tmp_path, tmp_path / "missing.gguf", out)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a model\n")
+    assert "is not a GGUF file" in bad(tmp_path, text, out)
+    trunc = tmp_path / "trunc.gguf"
+    trunc.write_bytes(src.read_bytes()[:2000])
+    assert "GGUF" in bad(tmp_path, trunc, out)
+    assert "is the input model" in bad(tmp_path, src, src)
+    assert "is the input model" in bad(tmp_path, src, tmp_path / "." / src.name)
+    assert "--keep takes TYPE:PATTERN" in bad(tmp_path, src, out, "--keep", "q4:blk.*")
+    assert "matches no tensor" in bad(tmp_path, src, out, "--keep", "q8_0:blk.9.*")
+    assert "folder" in bad(tmp_path, src, tmp_path / "no" / "such" / "out.gguf")
+    assert "is a folder" in bad(tmp_path, src, tmp_path)
+    assert only_model_files(tmp_path) == sorted([src.name, text.name, trunc.name])
+    proc = run_hmbuild("quantize", str(src), str(src), "--json")
+    assert json.loads(proc.stdout)["ok"] is False
+
+
+def test_unsupported_source_type_is_refused(tmp_path):
+    w = gguf.GGUFWriter(str(tmp_path / "ints.gguf"), "llama")
+    w.add_tensor("blk.0.ffn_up.weight", np.zeros((8, 64), dtype=np.float32))
+    w.add_tensor("ids.weight", np.arange(64, dtype=np.int32).reshape(2, 32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    msg = bad(tmp_path, tmp_path / "ints.gguf", tmp_path / "out.gguf")
+    assert "ids.weight has type I32" in msg
+    assert only_model_files(tmp_path) == ["ints.gguf"]
+
+
+def test_interrupt_while_writing_leaves_nothing(tmp_path, monkeypatch):
+    import hmbuild.quantize as hq
+
+    _, _, src = tiny(tmp_path, "llama", Q.F32)
+    calls = []
+
+    def boom(rt, t, progress):
+        calls.append(t.name)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real(rt, t, progress)
+
+    real = hq._tensor_bytes
+    monkeypatch.setattr(hq, "_tensor_bytes", boom)
+    with pytest.raises(KeyboardInterrupt):
+        quantize_model(src, tmp_path / "out.gguf")
+    assert only_model_files(tmp_path) == [src.name]
+    # An existing output survives a failed run untouched.
+    (tmp_path / "out.gguf").write_bytes(b"old")
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        quantize_model(src, tmp_path / "out.gguf")
+    assert (tmp_path / "out.gguf").read_bytes() == b"old"
+    assert only_model_files(tmp_path) == sorted([src.name, "out.gguf"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The native engine runs the quantized model
+
+PROMPT = [2, 270, 265, 299, 280, 261, 262, 263, 290]
+
+
+def native_has_g32() -> bool:
+    files = [REPO / "native" / "src" / "gguf_reader.cpp", *sorted((REPO / "native" / "include" / "hmllm").glob("*.h"))]
+    return subprocess.run(["grep", "-q", "1032", *map(str, files)]).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("quant-engine") / "eng"
+    run_hmbuild("new", str(root), check=True)
+    run_hmbuild("-C", str(root), "build", check=True)
+    return root
+
+
+def engine_logits(project, model, tmp_path):
+    logits = tmp_path / "logits.bin"
+    proc = run_hmbuild("-C", str(project), "run", "--json", "--model", str(model), "--tokens",
+                       ",".join(map(str, PROMPT)), "--max-tokens", "1", "--logits-out", str(logits), "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    return np.fromfile(logits, dtype=np.float32), json.loads(proc.stdout)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("arch,source,scheme", [
+    ("gemma3", Q.Q8_0, "int4-g128"), ("llama", Q.F32, "int4-g64"), ("qwen2", Q.Q4_K, "int4-g128"),
+    pytest.param("gemma3", Q.F16, "int4-g32", marks=pytest.mark.skipif(
+        not native_has_g32(), reason="the native side of HM_Q4_G32 (type 1032) has not landed in native/ yet")),
+])
+def test_quantized_tiny_model_runs_in_the_engine(project, tmp_path, arch, source, scheme):
+    cfg, W, src = tiny(tmp_path, arch, source)
+    out = tmp_path / "q.gguf"
+    quantize_model(src, out, scheme=scheme)
+    got, res = engine_logits(project, out, tmp_path)
+    Wq = dequantized(out)
+    ref_q = reference_logits(cfg, Wq, PROMPT)[-1]     # what the engine should compute on the new file
+    ref_src = reference_logits(cfg, W, PROMPT)[-1]    # the source model
+    # The engine reads the new file exactly: as tight as test_engine's quantized types.
+    assert float(np.abs(got - ref_q).max() / ref_q.std()) < 0.2
+    assert int(got.argmax()) == int(ref_q.argmax()) == res["tokens"][0]
+    # And the quantized model stays close to the source model (random weights, 4 bits).
+    assert np.corrcoef(got, ref_src)[0, 1] > 0.95
+    assert rel_rms(got.astype(np.float64), ref_src) < 0.35
