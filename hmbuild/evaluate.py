@@ -1,0 +1,166 @@
+"""`hmbuild eval`: how far a model's next-token distributions drift from a reference model's on a
+text (e.g. a re-quantized model against the original). The computation is the project's native
+hmllm_eval tool, run on the target (under qemu-aarch64 for linux-arm64) like `hmbuild run` runs
+hmllm_run; this module checks the inputs, runs the tool, relays its progress and returns its
+figures as an EvalResult."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from hmbuild.builder import BuildResult
+from hmbuild.errors import HmbuildError
+from hmbuild.project import Project
+from hmbuild.runners import _test_env, check_cpu, ensure_runnable
+from hmbuild.targets import Target
+
+DEFAULT_CTX = 512
+TOOL = "hmllm_eval"
+
+
+def default_text() -> Path:
+    """The English evaluation text shipped with hmbuild (inside the package, so wheels carry it)."""
+    path = Path(__file__).resolve().parent / "data" / "eval_en.txt"
+    if not path.is_file():
+        raise HmbuildError(f"hmbuild's default evaluation text {path} is missing; reinstall hmbuild or pass --text FILE.")
+    return path
+
+
+@dataclass
+class EvalResult:
+    top1_agreement: float  # share of positions where both models' argmax agree
+    kl_mean: float         # mean KL(reference || model) of the next-token distributions, nats
+    ppl: float             # perplexity of the model on the text
+    ppl_reference: float   # perplexity of the reference on the text
+    kl_max: float
+    tokens: int            # predicted positions
+    windows: int
+    ctx: int               # the effective window size (bounded by the models' training context)
+    text_tokens: int
+    nll_mean: float
+    nll_mean_reference: float
+    accuracy: float            # the model's argmax is the text's next token
+    accuracy_reference: float
+    n_vocab: int
+    threads: int
+    kernels: str
+    seconds: float
+    target: str = ""
+    cpu: str | None = None
+    model: str = ""
+    reference: str = ""
+    text: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.update(d.pop("extra"))
+        return d
+
+
+def check_inputs(model: Path | None, reference: Path | None, text: Path | None, ctx: int) -> tuple[Path, Path, Path]:
+    """One sentence for each kind of bad input, before anything is built."""
+    if model is None or reference is None:
+        raise HmbuildError("Give both --model M.gguf (the model to judge) and --reference R.gguf (the model it is "
+                           "compared against).")
+    for what, path in (("Model", model), ("Reference model", reference)):
+        if not Path(path).is_file():
+            raise HmbuildError(f"{what} file {path} does not exist; pass an existing .gguf file.")
+    if ctx < 2:
+        raise HmbuildError(f"--ctx {ctx} is too small; a window needs at least 2 tokens (e.g. --ctx {DEFAULT_CTX}).")
+    text = default_text() if text is None else Path(text)
+    if not text.is_file():
+        raise HmbuildError(f"Text file {text} does not exist; pass an existing UTF-8 text file or omit --text.")
+    try:
+        content = text.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HmbuildError(f"Text file {text} is not valid UTF-8 (byte {exc.start}); save it as UTF-8.") from None
+    except OSError as exc:
+        raise HmbuildError(f"Text file {text} cannot be read ({exc.strerror}); check its permissions.") from None
+    if not content.strip():
+        raise HmbuildError(f"Text file {text} is empty; give a text to evaluate on or omit --text.")
+    return Path(model).resolve(), Path(reference).resolve(), text.resolve()
+
+
+def _sentence(reason: str) -> str:
+    reason = reason.strip().rstrip(".")
+    return reason[:1].upper() + reason[1:] + "."
+
+
+def evaluate(project: Project, target: Target, build: BuildResult, model: Path, reference: Path, text: Path,
+             ctx: int = DEFAULT_CTX, threads: int = 0, cpu: str | None = None, kv: str = "f16",
+             progress: Callable[[int, int], None] | None = None,
+             info: Callable[[str], None] | None = None) -> EvalResult:
+    """Runs hmllm_eval on the target. progress(done, total) follows the predicted positions;
+    info(line) gets the tool's other stderr lines (token and window counts)."""
+    ensure_runnable(target)
+    cpu = check_cpu(target, cpu)
+    tool = build.build_dir / "hmllm" / TOOL
+    if not tool.is_file():
+        if (project.cpp_dir / "hmllm" / "tools").is_dir() and not (project.cpp_dir / "hmllm" / "tools" / f"{TOOL}.cpp").is_file():
+            raise HmbuildError(f"This project's vendored runtime has no {TOOL} tool (it predates `hmbuild eval`); "
+                               "create a fresh project with `hmbuild new` and evaluate there.")
+        raise HmbuildError(f"{tool} was not built; rebuild with `hmbuild build --target {target.name}`.")
+    cmd = [*target.runner, str(tool), "--model", str(model), "--reference", str(reference), "--text-file", str(text),
+           "--ctx", str(ctx), "--threads", str(threads), "--kv", kv, "--json"]
+    env = _test_env(target, None, cpu)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    out_chunks: list[str] = []
+    reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    errors: list[str] = []
+    try:
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            if not line.startswith("hmllm_eval: "):
+                continue  # qemu or sanitizer noise never changes the result
+            msg = line.removeprefix("hmllm_eval: ")
+            if msg.startswith("progress "):
+                try:
+                    done, total = (int(x) for x in msg.split()[1].split("/"))
+                except ValueError:
+                    continue
+                if progress:
+                    progress(done, total)
+            else:
+                errors.append(msg)
+                if info:
+                    info(msg)
+        proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    reader.join()
+    stdout = "".join(out_chunks)
+    data = None
+    for candidate in reversed(stdout.strip().splitlines()):
+        try:
+            data = json.loads(candidate)
+            break
+        except json.JSONDecodeError:
+            continue
+    if proc.returncode != 0 or not data or not data.get("ok"):
+        reason = (data or {}).get("error") or (errors[-1] if errors else f"{TOOL} exited with status {proc.returncode}")
+        raise HmbuildError(_sentence(reason))
+    data.pop("ok", None)
+    known = {f for f in EvalResult.__dataclass_fields__ if f not in ("extra",)}
+    fields = {k: v for k, v in data.items() if k in known}
+    extra = {k: v for k, v in data.items() if k not in known}
+    return EvalResult(**fields, extra=extra, target=target.name, cpu=cpu, model=str(model), reference=str(reference),
+                      text=str(text))
+
+
+def format_report(r: EvalResult) -> list[str]:
+    return [
+        f"{r.tokens} tokens in {r.windows} window(s) of up to {r.ctx} ({r.target}{', qemu -cpu ' + r.cpu if r.cpu else ''}, "
+        f"{r.threads} threads, {r.kernels}, {r.seconds:.1f} s)",
+        f"top-1 agreement  {r.top1_agreement:.4f}",
+        f"KL(ref || model) mean {r.kl_mean:.6f}, max {r.kl_max:.6f}",
+        f"perplexity       {r.ppl:.4f} (reference {r.ppl_reference:.4f})",
+    ]
