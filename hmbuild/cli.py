@@ -420,6 +420,67 @@ def plan_cmd(model_path, params, layers, kv_heads, head_dim, vocab, d_model, d_f
         click.echo(render_text(result))
 
 
+@cli.command("eval")
+@click.option("--model", "model_path", type=click.Path(dir_okay=False, path_type=Path), help="The GGUF model to judge.")
+@click.option("--reference", "reference_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The GGUF model it is compared against (same tokenizer), e.g. the original before quantization.")
+@click.option("--text", "text_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="UTF-8 text to evaluate on (default: hmbuild's English evaluation text).")
+@click.option("--ctx", "ctx_size", type=int, default=512, show_default=True,
+              help="Window size in tokens; each window is a fresh context.")
+@click.option("--target", "target_flag", help="host | linux-arm64 (runs under qemu-aarch64).")
+@click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates (linux-arm64).")
+@click.option("--threads", type=click.IntRange(0, 256), default=0, help="0: the number of big cores.")
+@click.option("--kv", type=click.Choice(["f16", "q8_0"]), default="f16", show_default=True, help="KV cache type.")
+@click.option("--max-kl", "max_kl", type=click.FloatRange(0), help="Exit non-zero when the mean KL divergence is above this.")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def eval_cmd(ctx, model_path, reference_path, text_path, ctx_size, target_flag, cpu_flag, threads, kv, max_kl,
+             build_type_flag, as_json):
+    """Compare a model's next-token distributions with a reference's on a text (top-1, KL, perplexity)."""
+    from hmbuild.builder import build
+    from hmbuild.evaluate import check_inputs, evaluate, format_report
+    from hmbuild.runners import check_cpu, ensure_runnable
+
+    model, reference, text = check_inputs(model_path, reference_path, text_path, ctx_size)
+    project, target, build_type = _resolve(ctx, target_flag, build_type_flag)
+    ensure_runnable(target)
+    cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
+    cpu = check_cpu(target, cpu)
+    built = build(project, target, build_type)
+    tty = sys.stderr.isatty()
+    state = {"bar": None, "shown": -1}
+
+    def progress(done, total):
+        if tty:
+            if state["bar"] is None:
+                state["bar"] = click.progressbar(length=total, label="Evaluating", file=sys.stderr, show_eta=True,
+                                                 show_pos=True)
+                state["bar"].__enter__()
+            state["bar"].update(done - state["bar"].pos)
+        elif total and (done * 10 // total > state["shown"] or done == total):
+            state["shown"] = done * 10 // total
+            click.echo(f"hmbuild: eval {done}/{total} tokens", err=True)
+
+    try:
+        result = evaluate(project, target, built, model, reference, text, ctx=ctx_size, threads=threads, cpu=cpu,
+                          kv=kv, progress=progress, info=lambda line: click.echo(f"hmbuild: {line}", err=True))
+    finally:
+        if state["bar"] is not None:
+            state["bar"].__exit__(None, None, None)
+    failed = max_kl is not None and result.kl_mean > max_kl
+    if as_json:
+        _emit_json({"ok": not failed, **result.to_json(), "max_kl": max_kl})
+    else:
+        for line in format_report(result):
+            click.echo(line)
+    if failed:
+        click.echo(f"hmbuild: error: The mean KL divergence {result.kl_mean:.6f} is above --max-kl {max_kl:g}, so the "
+                   "model drifts too far from the reference.", err=True)
+        ctx.exit(1)
+
+
 def main():
     cli(prog_name="hmbuild")
 
