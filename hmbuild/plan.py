@@ -254,6 +254,39 @@ def _bound_tensor_names(arch: str, n_layers: int, has_output: bool) -> list[str]
     return names
 
 
+def _header_reader(path: Path):
+    """gguf.GGUFReader, minus its cost on long metadata arrays: the stock reader makes one numpy
+    part per array element, which takes 15 s for Gemma's 262144 tokenizer strings. Here an array
+    of numbers becomes one part (contents() gives the same list) and an array of strings is
+    stepped over by its lengths (its contents() is empty: a plan reads no tokenizer)."""
+    import struct
+
+    import gguf
+    import numpy as np
+
+    V = gguf.GGUFValueType
+
+    class HeaderReader(gguf.GGUFReader):
+        def _get_field_parts(self, orig_offs, raw_type):
+            if raw_type != V.ARRAY:
+                return super()._get_field_parts(orig_offs, raw_type)
+            raw_itype = self._get(orig_offs, np.uint32)
+            alen = self._get(orig_offs + 4, np.uint64)
+            itype, n, offs = V(raw_itype[0]), int(alen[0]), orig_offs + 12
+            nptype = self.gguf_scalar_to_np.get(itype)
+            if nptype is not None:
+                arr = self._get(offs, nptype, n)
+                return 12 + int(arr.nbytes), [raw_itype, alen, arr], [2], [V.ARRAY, itype]
+            if itype == V.STRING:
+                fmt = ">Q" if self.byte_order == "S" else "<Q"
+                for _ in range(n):
+                    offs += 8 + struct.unpack_from(fmt, self.data, offs)[0]
+                return offs - orig_offs, [raw_itype, alen], [], [V.ARRAY, itype]
+            return super()._get_field_parts(orig_offs, raw_type)
+
+    return HeaderReader(str(path), "r")
+
+
 def read_gguf(path: Path) -> ModelDims:
     """Hyper-parameters and tensor sizes of an LLM GGUF, read with the PyPI gguf package, as the
     engine's load_model() reads them (head_dim = key_length or d_model / heads, kv heads = heads
@@ -262,12 +295,15 @@ def read_gguf(path: Path) -> ModelDims:
     if not path.is_file():
         raise HmbuildError(f"Model file {path} does not exist; pass an existing .gguf file.")
     try:
-        import gguf
-
+        import gguf  # noqa: F401
+    except ImportError:
+        raise HmbuildError("Reading a GGUF needs the gguf package; install it with: "
+                           "pip install gguf==0.19.0 (or pip install -e '.[dev]').") from None
+    try:
         from hmbuild.int4_format import register_with_gguf
 
         register_with_gguf()  # so files written by `hmbuild quantize` (HM_Q4_G* tensors) read too
-        reader = gguf.GGUFReader(str(path), "r")
+        reader = _header_reader(path)
     except Exception as exc:  # noqa: BLE001 - gguf raises ValueError/struct errors/etc. on junk
         raise HmbuildError(f"{path} is not a readable GGUF file ({type(exc).__name__}: {exc}); "
                            "pass a .gguf model.") from None
