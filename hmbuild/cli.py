@@ -481,6 +481,47 @@ def eval_cmd(ctx, model_path, reference_path, text_path, ctx_size, target_flag, 
         ctx.exit(1)
 
 
+@cli.command("bench")
+@click.option("--target", "target_flag", help="host | linux-arm64 (runs under qemu-aarch64: not device speed).")
+@click.option("--model", "model_flag", type=click.Path(path_type=Path),
+              help="GGUF model (default: HMBUILD_MODEL, else the cached Gemma 3 270M).")
+@click.option("--threads", type=int, help="Inference threads (default: the number of big cores).")
+@click.option("--threads-sweep", help="Comma-separated thread counts, e.g. 1,2,4,8: one process and one row each.")
+@click.option("--prompt-tokens", type=int, default=128, show_default=True, help="Prompt length (BOS + a fixed English text).")
+@click.option("--gen-tokens", type=int, default=64, show_default=True,
+              help="Tokens generated greedily, exactly (end-of-generation is ignored).")
+@click.option("--repeat", type=int, default=3, show_default=True, help="Repeats; figures are their medians.")
+@click.option("--kv", default="f16", show_default=True, help="KV cache type: f16 or q8_0.")
+@click.option("--ctx", "ctx_size", type=int, default=2048, show_default=True, help="Context size (sizes the KV cache).")
+@click.option("--kernels", help="Force a kernel set: scalar, avx2, neon, neon-dotprod, neon-i8mm.")
+@click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates (linux-arm64).")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print one JSON object on stdout ({"runs": [...]} with --threads-sweep).')
+@click.pass_context
+def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_tokens, gen_tokens, repeat, kv, ctx_size,
+              kernels, cpu_flag, build_type_flag, as_json):
+    """Prefill/decode tokens/s, TTFT cold and warm, peak RSS and memory-bandwidth use of a model on a target."""
+    from hmbuild.bench import bench_options, format_table, run_bench
+    from hmbuild.builder import build
+    from hmbuild.runners import check_cpu, ensure_runnable
+
+    options = bench_options(threads, threads_sweep, prompt_tokens, gen_tokens, repeat, kv, ctx_size, kernels)
+    project, target, build_type = _resolve(ctx, target_flag, build_type_flag)
+    ensure_runnable(target)
+    cpu = project.setting("test", "cpu", cpu_flag, "HMBUILD_CPU", None) if target.emulated else cpu_flag
+    cpu = check_cpu(target, cpu)
+    model = _model_path(model_flag)
+    built = build(project, target, build_type)
+    report = run_bench(project, target, built, model, options, cpu=cpu,
+                       progress=lambda line: click.echo(f"hmbuild: bench {line}", err=True))
+    if as_json:
+        _emit_json({"ok": True, **report.to_json()})
+    else:
+        for line in format_table(report):
+            click.echo(line)
+
+
 def main():
     cli(prog_name="hmbuild")
 
