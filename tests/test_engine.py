@@ -50,7 +50,13 @@ def check_against_reference(project, cfg, W, path, tmp_path, target="host", cpu=
     # 8-bit activations, as in llama.cpp, which costs a few percent.
     tol = 0.01 if cfg.weight_type in (Q.F32, Q.F16) else 0.2
     assert err < tol, f"{cfg.arch} {type_name(cfg.weight_type)}: max |logit error| / std = {err:.4f}"
-    assert int(got.argmax()) == int(ref.argmax()) == out["tokens"][0]
+    assert int(got.argmax()) == out["tokens"][0]
+    if cfg.weight_type in (Q.F32, Q.F16):
+        assert int(got.argmax()) == int(ref.argmax())
+    else:
+        # 8-bit activations may swap a near-tie (e.g. 8.85 vs 8.97 with the logit spread ~3):
+        # the engine's pick must be within the same tolerance of the reference's best.
+        assert ref[got.argmax()] >= ref.max() - tol * ref.std(), "the engine's pick is not near the reference's best"
     # A few greedy steps, each checked against the reference with teacher forcing.
     out = run_json(project, "--model", str(path), "--tokens", ",".join(map(str, PROMPT)), "--max-tokens", "5",
                    "--threads", "2", *extra)

@@ -36,7 +36,10 @@ const MOON = 'In 1969, the first human to walk on the moon was';
 
 function service(platform = new TestPlatform(), options = {}) {
   const s = new InferenceService(platform);
-  s.init({ modelDir: model ? dirname(model) : '/nonexistent', deviceClasses: SMALL, threads: 2, ...options });
+  // The 15 s default timeout is out of reach unless a test sets one: under qemu -cpu cortex-a53 a
+  // cold first request alone takes ~20 s, and only the timeout tests may see degraded results.
+  s.init({ modelDir: model ? dirname(model) : '/nonexistent', deviceClasses: SMALL, threads: 2, timeoutMs: 600000,
+           ...options });
   return s;
 }
 
