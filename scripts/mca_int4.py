@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""Static cycle estimates (llvm-mca-19) of the INT4 GEMV inner loops on aarch64 cores we do not have.
+
+For each kernel this script compiles the source to assembly with clang-19 (--target=aarch64-linux-gnu
+-O3), cuts out the hot inner loop, runs `llvm-mca-19 -mtriple=aarch64 -mcpu=CPU -iterations=N` on it
+and converts llvm-mca's total cycles / iterations into **cycles per 256 weights**:
+
+    cycles_per_256 = (total_cycles / iterations) * 256 / weights_per_iteration
+
+weights_per_iteration is counted from the loop's own instructions, so it stays right if the compiler
+unrolls: every `sdot` (by element) of a 4-row kernel covers 4 rows x 4 columns = 16 weights, a plain
+`sdot` (ggml's one-row dot) 16 weights of one row, every `smull`/`smlal` (8 int8 lanes, baseline
+NEON) 8 weights, every `smmla` 2 rows x 8 columns = 16 weights (times 2 activation rows, see below).
+E.g. ggml's repacked gemv loop does 8 sdot per iteration = 4 rows x 32 columns = 128 weights, so its
+cycles per 256 weights are twice its cycles per iteration; the project's G128 loop does 32 sdot =
+4 rows x 128 columns = 512 weights per iteration, so it is halved.
+
+The i8mm prefill kernel (hm_tile_4x2) multiplies every weight by 2 activation rows; its figure is
+given per 256 weights *per activation row* (cycles per iteration * 256 / (weights * 2)), i.e. the
+same amount of multiply-add work as one 256-weight GEMV. On one activation row (decode) the i8mm
+kernel set runs the dotprod loop (dot4_hm), compiled again with +i8mm: that is the "i8mm-b1" row.
+
+Compared with: ggml's ggml_vec_dot_q4_0_q8_0 (plain Q4_0, one row, 2 blocks = 64 weights per
+iteration) and ggml_gemv_q4_0_4x4_q8_0 (Q4_0 repacked 4 rows x 4 columns, 128 weights per
+iteration), from the llama.cpp copy inside the llama-cpp-python sdist, compiled with clang-19 -O3
+-march=armv8.2-a+dotprod (and ggml_vec_dot_q4_0_q8_0 once more with -march=armv8-a, ggml's own
+non-dotprod fallback, the peer of the baseline NEON set). Targets (issue 6): HM_Q4 G32 <= 1.0x and G128 <= 0.9x ggml's repacked
+figure on every CPU of the default list.
+
+Project kernels are reached through a temporary harness file that #includes the unchanged kernel
+.cpp file and adds extern "C" noinline wrappers around dot4_hm<G> / hm_tile_4x2<G> (they live in an
+anonymous namespace). That also instantiates G = 32, which the template supports although no
+HM_Q4_G32 matmul slot may exist yet. Each file gets the flags native/src/kernels/kernels.cmake
+gives it (baseline NEON: the target's default -march=armv8-a; dotprod: armv8.2-a+dotprod; i8mm:
+armv8.2-a+dotprod+i8mm; all -ffp-contract=off).
+
+Why the loop is found by its backward branch instead of LLVM-MCA-BEGIN/END markers: a marker is an
+`asm volatile` statement inside the loop body, which is a scheduling barrier and would change the
+code the compiler emits (instruction order across the marker, unrolling, register allocation) -
+exactly what we want to measure. The backward branch needs no change to the source: the loop is the
+innermost range [label .. branch back to that label] that contains the kernel's signature
+instruction (sdot / smull / smmla), the one with the most of them if several (ggml's vec_dot also
+has an auto-vectorised remainder loop, which has none or fewer).
+
+Caveats: llvm-mca assumes every load hits L1 and models no front-end stalls; the figures are
+core-bound throughput, not memory-bound GEMV speed. Cortex-A76, Neoverse-N1 and Cortex-A55 have no
+i8mm: llvm-mca is run with -mattr=+i8mm there so that it accepts smmla, and its scheduling of
+smmla on those cores is hypothetical (marked `*`); use --cpus neoverse-n2,cortex-a510 for cores that
+have it.
+
+Usage:  python3 scripts/mca_int4.py [--json] [--cpus cortex-a76,neoverse-n1,cortex-a55]
+                                    [--iterations 100] [--sdist FILE] [--keep DIR]
+Needs clang-19 and llvm-19 (apt-get install -y clang-19 llvm-19 lld-19) and pip for the sdist.
+stdlib only; Python 3.11.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+KDIR = REPO / "native" / "src" / "kernels"
+NATIVE_INC = REPO / "native" / "include"
+SDIST_DIR = Path(os.environ.get("HMBUILD_CACHE", Path.home() / ".cache" / "hmbuild")) / "llama-sdist"
+DEFAULT_CPUS = ["cortex-a76", "neoverse-n1", "cortex-a55"]
+GROUPS = (32, 64, 128)
+# -mcpu names whose cores have FEAT_I8MM (smmla); on any other core an smmla figure is hypothetical.
+I8MM_CPUS = {"cortex-a510", "cortex-a520", "cortex-a710", "cortex-a715", "cortex-a720", "cortex-x2",
+             "cortex-x3", "cortex-x4", "neoverse-n2", "neoverse-n3", "neoverse-v1", "neoverse-v2",
+             "neoverse-v3", "neoverse-512tvb"}
+TARGETS = {32: 1.0, 128: 0.9}  # max ratio to ggml's repacked gemv, per group
+REPACKED = "ggml-gemv-q4_0-4x4"
+
+TRIPLE = "--target=aarch64-linux-gnu"
+GGML_FLAGS = [TRIPLE, "-O3", "-march=armv8.2-a+dotprod"]
+GGML_V80_FLAGS = [TRIPLE, "-O3", "-march=armv8-a"]  # ggml's own NEON fallback, the peer of baseline NEON
+SET_FLAGS = {  # as native/src/kernels/kernels.cmake
+    "neon": [TRIPLE, "-O3", "-march=armv8-a", "-ffp-contract=off"],
+    "dotprod": [TRIPLE, "-O3", "-march=armv8.2-a+dotprod", "-ffp-contract=off"],
+    "i8mm": [TRIPLE, "-O3", "-march=armv8.2-a+dotprod+i8mm", "-ffp-contract=off"],
+}
+SET_FILE = {"neon": "kernels_neon.cpp", "dotprod": "kernels_neon_dotprod.cpp", "i8mm": "kernels_neon_i8mm.cpp"}
+
+# Signature instructions: regex on "mnemonic operands" -> weights per instruction.
+SIG_SDOT_LANE = (r"^sdot\s+v\d+\.4s,\s*v\d+\.16b,\s*v\d+\.4b\[\d\]", 16)  # 4 rows x 4 columns
+SIG_SDOT_VEC = (r"^sdot\s+v\d+\.4s,\s*v\d+\.16b,\s*v\d+\.16b", 16)        # 16 columns of one row
+SIG_SMULL = (r"^(smull2?|smlal2?)\s+v\d+\.8h,", 8)                        # 8 int8 products
+SIG_SMMLA = (r"^smmla\s", 16)                                            # 2 rows x 8 columns
+
+
+class Fail(Exception):
+    pass
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise Fail(f"`{' '.join(cmd[:3])} ...` failed: {(p.stderr or p.stdout).strip()[:2000]}")
+    return p
+
+
+def need_tools() -> None:
+    for t in ("clang-19", "clang++-19", "llvm-mca-19"):
+        if not shutil.which(t):
+            raise Fail(f"{t} not found; install it with `apt-get install -y clang-19 llvm-19 lld-19`.")
+
+
+def find_sdist(explicit: str | None) -> Path:
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise Fail(f"sdist {p} does not exist; omit --sdist to download it with pip.")
+        return p
+    found = sorted(SDIST_DIR.glob("llama_cpp_python-*.tar.gz"))
+    if not found:
+        SDIST_DIR.mkdir(parents=True, exist_ok=True)
+        log(f"downloading the llama-cpp-python sdist into {SDIST_DIR} ...")
+        run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+             "llama-cpp-python", "-d", str(SDIST_DIR)])
+        found = sorted(SDIST_DIR.glob("llama_cpp_python-*.tar.gz"))
+        if not found:
+            raise Fail(f"pip saved no llama_cpp_python-*.tar.gz in {SDIST_DIR}; pass --sdist FILE.")
+    return found[-1]
+
+
+def extract_ggml(sdist: Path) -> Path:
+    """Extract only vendor/llama.cpp/ggml of the sdist next to it (once); return that ggml dir."""
+    root = sdist.name[: -len(".tar.gz")]
+    dest = sdist.parent / root
+    ggml = dest / "vendor" / "llama.cpp" / "ggml"
+    if (ggml / "src" / "ggml-cpu" / "arch" / "arm" / "quants.c").is_file():
+        return ggml
+    log(f"extracting ggml from {sdist.name} ...")
+    prefix = f"{root}/vendor/llama.cpp/ggml/"
+    with tarfile.open(sdist) as tf:
+        members = [m for m in tf.getmembers() if m.name.startswith(prefix)]
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4: refuse unsafe member paths
+            tf.extractall(sdist.parent, members=members, filter="data")
+        else:
+            tf.extractall(sdist.parent, members=members)
+    if not ggml.is_dir():
+        raise Fail(f"{sdist.name} has no vendor/llama.cpp/ggml; pass another --sdist.")
+    return ggml
+
+
+def ggml_source_of(ggml: Path, func: str) -> Path:
+    """The arm source file that defines func (its place moved between llama.cpp versions)."""
+    pat = re.compile(rf"^\s*void\s+{re.escape(func)}\s*\(", re.M)
+    cands = sorted((ggml / "src").rglob("*.c")) + sorted((ggml / "src").rglob("*.cpp"))
+    arm = [c for c in cands if "arm" in c.parts] + [c for c in cands if "arm" not in c.parts]
+    for c in arm:
+        if pat.search(c.read_text(errors="replace")):
+            return c
+    raise Fail(f"no ggml source in this sdist defines {func}; try another llama-cpp-python version.")
+
+
+def llama_version(ggml: Path) -> str:
+    m = re.match(r"llama_cpp_python-(.+)", ggml.parents[2].name)
+    return m.group(1) if m else "?"
+
+
+# ---------------------------------------------------------------- assembly and loop extraction
+
+BRANCH = re.compile(r"^(b(?:\.\w+)?|cbn?z|tbn?z)\s+(?:.*,\s*)?(\.L\w+)\s*$")
+
+
+def function_body(asm: str, symbol: str) -> list[str]:
+    lines = asm.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith(symbol + ":")), None)
+    if start is None:
+        raise Fail(f"symbol {symbol} not found in the assembly.")
+    body = []
+    for l in lines[start + 1:]:
+        c = clean(l)
+        if c.startswith(".Lfunc_end") or (c and not l[0].isspace() and not c.startswith(".L") and c.endswith(":")):
+            break  # the function's end, or the next function's label
+        body.append(l)
+    return body
+
+
+def clean(line: str) -> str:
+    return line.split("//")[0].strip()
+
+
+def hot_loop(body: list[str], sig: str) -> tuple[list[str], int]:
+    """Innermost loop (label .. backward branch to it) with the most signature instructions."""
+    items = []  # (kind, text) kind: "label" | "insn"
+    for l in body:
+        c = clean(l)
+        if not c or (c.startswith(".") and not c.endswith(":")):
+            continue  # directives
+        items.append(("label", c[:-1]) if c.endswith(":") else ("insn", c))
+    where = {t: i for i, (k, t) in enumerate(items) if k == "label"}
+    loops = []
+    for j, (k, t) in enumerate(items):
+        if k != "insn":
+            continue
+        m = BRANCH.match(t)
+        if m and m.group(2) in where and where[m.group(2)] <= j:
+            loops.append((where[m.group(2)], j))
+    inner = [(i, j) for (i, j) in loops
+             if not any((i2, j2) != (i, j) and i <= i2 and j2 <= j for (i2, j2) in loops)]
+    sre = re.compile(sig)
+    best = None
+    for i, j in inner:
+        text = [t if k == "insn" else t + ":" for k, t in items[i:j + 1]]
+        n = sum(1 for k, t in items[i:j + 1] if k == "insn" and sre.match(t))
+        if n and (best is None or n > best[1]):
+            best = (text, n)
+    if best is None:
+        raise Fail("no inner loop with the kernel's signature instruction was found.")
+    return best
+
+
+MCA_ITER = re.compile(r"^Iterations:\s+(\d+)", re.M)
+MCA_CYC = re.compile(r"^Total Cycles:\s+(\d+)", re.M)
+MCA_RTP = re.compile(r"^Block RThroughput:\s+([\d.]+)", re.M)
+
+
+def mca(loop_file: Path, cpu: str, iterations: int, i8mm: bool) -> dict:
+    cmd = ["llvm-mca-19", "-mtriple=aarch64", f"-mcpu={cpu}", f"-iterations={iterations}"]
+    if i8mm:
+        cmd.append("-mattr=+i8mm")
+    out = run(cmd + [str(loop_file)]).stdout
+    it, cyc = MCA_ITER.search(out), MCA_CYC.search(out)
+    if not it or not cyc:
+        raise Fail(f"could not read llvm-mca's summary for {loop_file.name} on {cpu}.")
+    rtp = MCA_RTP.search(out)
+    return {"iterations": int(it.group(1)), "total_cycles": int(cyc.group(1)),
+            "block_rthroughput": float(rtp.group(1)) if rtp else None}
+
+
+# ---------------------------------------------------------------- kernels
+
+def harness(kset: str) -> str:
+    src = KDIR / SET_FILE[kset]
+    out = [f'#include "{src}"', "namespace hmllm { namespace kern {"]
+    for g in GROUPS:
+        out.append(f'extern "C" __attribute__((noinline, used)) void mca_{kset}_g{g}('
+                   f"const uint8_t* t, const ActRow& a, int64_t n, float* o) {{ dot4_hm<{g}>(t, a, n, o); }}")
+        if kset == "i8mm":
+            out.append(f'extern "C" __attribute__((noinline, used)) void mca_i8mm_b2_g{g}('
+                       "const uint8_t* t, const ActRow& a0, const ActRow& a1, int64_t n, "
+                       f"float32x4_t* o01, float32x4_t* o23) {{ hm_tile_4x2<{g}>(t, a0, a1, n, o01, o23); }}")
+    out.append("}}")
+    return "\n".join(out) + "\n"
+
+
+def kernel_specs() -> list[dict]:
+    """name, asm unit, symbol, signature, weights per signature, activation rows, group, set."""
+    specs = [
+        dict(name="ggml-vec_dot-q4_0", unit="ggml-quants", symbol="ggml_vec_dot_q4_0_q8_0",
+             sig=SIG_SDOT_VEC, rows=1, group=None, set="ggml", i8mm=False),
+        dict(name=REPACKED, unit="ggml-repack", symbol="ggml_gemv_q4_0_4x4_q8_0",
+             sig=SIG_SDOT_LANE, rows=1, group=None, set="ggml", i8mm=False),
+        dict(name="ggml-vec_dot-q4_0-v80", unit="ggml-quants-v80", symbol="ggml_vec_dot_q4_0_q8_0",
+             sig=SIG_SMULL, rows=1, group=None, set="ggml", i8mm=False),
+    ]
+    for g in GROUPS:
+        specs += [
+            dict(name=f"hm-neon-g{g}", unit="neon", symbol=f"mca_neon_g{g}", sig=SIG_SMULL,
+                 rows=1, group=g, set="neon", i8mm=False),
+            dict(name=f"hm-dotprod-g{g}", unit="dotprod", symbol=f"mca_dotprod_g{g}", sig=SIG_SDOT_LANE,
+                 rows=1, group=g, set="dotprod", i8mm=False),
+            dict(name=f"hm-i8mm-b1-g{g}", unit="i8mm", symbol=f"mca_i8mm_g{g}", sig=SIG_SDOT_LANE,
+                 rows=1, group=g, set="i8mm", i8mm=True),
+            dict(name=f"hm-i8mm-b2-g{g}", unit="i8mm", symbol=f"mca_i8mm_b2_g{g}", sig=SIG_SMMLA,
+                 rows=2, group=g, set="i8mm", i8mm=True),
+        ]
+    return specs
+
+
+def compile_units(ggml: Path, work: Path) -> dict[str, str]:
+    inc = [f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cpu'}"]
+    units = {}
+    q = ggml_source_of(ggml, "ggml_vec_dot_q4_0_q8_0")
+    r = ggml_source_of(ggml, "ggml_gemv_q4_0_4x4_q8_0")
+    for name, src, flags in (("ggml-quants", q, GGML_FLAGS), ("ggml-repack", r, GGML_FLAGS),
+                             ("ggml-quants-v80", q, GGML_V80_FLAGS)):
+        cc = "clang-19" if src.suffix == ".c" else "clang++-19"
+        std = "-std=gnu11" if src.suffix == ".c" else "-std=gnu++17"
+        out = work / f"{name}.s"
+        log(f"compiling {src.relative_to(ggml.parent)} ({' '.join(flags[1:])}) ...")
+        run([cc, *flags, std, *inc, "-S", str(src), "-o", str(out)])
+        units[name] = out.read_text()
+    for kset in ("neon", "dotprod", "i8mm"):
+        src = work / f"harness_{kset}.cpp"
+        src.write_text(harness(kset))
+        out = work / f"harness_{kset}.s"
+        log(f"compiling native/src/kernels/{SET_FILE[kset]} ({' '.join(SET_FLAGS[kset][1:])}) ...")
+        run(["clang++-19", *SET_FLAGS[kset], "-std=c++17", f"-I{NATIVE_INC}", f"-I{KDIR}",
+             "-S", str(src), "-o", str(out)])
+        units[kset] = out.read_text()
+    return units
+
+
+def measure(cpus: list[str], iterations: int, sdist_arg: str | None, work: Path) -> dict:
+    need_tools()
+    sdist = find_sdist(sdist_arg)
+    ggml = extract_ggml(sdist)
+    units = compile_units(ggml, work)
+    kernels = {}
+    for s in kernel_specs():
+        try:
+            loop, nsig = hot_loop(function_body(units[s["unit"]], s["symbol"]), s["sig"][0])
+        except Fail as e:
+            raise Fail(f"{s['name']} ({s['symbol']}): {e}") from None
+        weights = nsig * s["sig"][1]
+        lf = work / f"loop_{s['name']}.s"
+        lf.write_text("\n".join(loop) + "\n")
+        # A kernel whose chunk loop (c) was not unrolled has its innermost loop inside the group
+        # loop: per-group work (fp16 scales, loop control) lies outside it and is not counted.
+        partial = s["group"] is not None and weights < 4 * s["group"]
+        k = {"set": s["set"], "group": s["group"], "symbol": s["symbol"], "activation_rows": s["rows"],
+             "weights_per_iteration": weights, "loop_is_chunk_only": partial, "loop_instructions": sum(1 for l in loop if not l.endswith(":")),
+             "cpus": {}}
+        for cpu in cpus:
+            hypothetical = s["sig"] is SIG_SMMLA and cpu not in I8MM_CPUS
+            try:
+                m = mca(lf, cpu, iterations, s["i8mm"])
+            except Fail as e:
+                req = re.search(r"instruction requires: ([\w-]+)", str(e))
+                if not req:
+                    raise
+                # e.g. sdot on cortex-a53: the kernel cannot run on that core at all.
+                k["cpus"][cpu] = {"cycles_per_256": None, "unsupported": f"core lacks {req.group(1)}"}
+                continue
+            cpi = m["total_cycles"] / m["iterations"]
+            m.update(cycles_per_iteration=cpi,
+                     cycles_per_256=cpi * 256 / (weights * s["rows"]),
+                     hypothetical=hypothetical)
+            k["cpus"][cpu] = m
+        kernels[s["name"]] = k
+        log(f"  {s['name']:<20} {weights:4d} weights/iter  " +
+            "  ".join(f"{c}={fmt(k['cpus'][c]['cycles_per_256'])}" for c in cpus))
+    for name, k in kernels.items():
+        if k["set"] == "ggml":
+            continue
+        for cpu, m in k["cpus"].items():
+            ref = kernels[REPACKED]["cpus"][cpu]["cycles_per_256"]
+            if m["cycles_per_256"] is None or ref is None:
+                m.update(ratio_to_repacked=None, target=None, **{"pass": None})
+                continue
+            m["ratio_to_repacked"] = m["cycles_per_256"] / ref
+            # The targets are set for GEMV (one activation row) on the three default cores.
+            lim = TARGETS.get(k["group"]) if k["activation_rows"] == 1 and cpu in DEFAULT_CPUS else None
+            m["target"] = lim
+            m["pass"] = None if lim is None else m["ratio_to_repacked"] <= lim
+    checked = [(n, c, m) for n, k in kernels.items() for c, m in k["cpus"].items() if m.get("target")]
+    summary = {
+        "targets_checked": len(checked),
+        "met": [f"{n}@{c}" for n, c, m in checked if m["pass"]],
+        "missed": [{"kernel": n, "cpu": c, "ratio": round(m["ratio_to_repacked"], 4), "target": m["target"],
+                    "over_by_percent": round(100 * (m["ratio_to_repacked"] / m["target"] - 1), 1)}
+                   for n, c, m in checked if not m["pass"]],
+        # cortex-a76, neoverse-n1 and cortex-a55 all report dotprod and none i8mm, so hmllm's
+        # dispatch runs the dotprod set there; the baseline NEON set only runs on v8.0 cores.
+        "dotprod_set_all_met": all(m["pass"] for n, c, m in checked if n.startswith("hm-dotprod-")),
+    }
+    return {"llama_cpp_python": llama_version(ggml), "sdist": str(sdist), "summary": summary,
+            "ggml_flags": " ".join(GGML_FLAGS), "ggml_v80_flags": " ".join(GGML_V80_FLAGS), "set_flags": {k: " ".join(v) for k, v in SET_FLAGS.items()},
+            "iterations": iterations, "cpus": cpus, "targets": {f"G{g}": v for g, v in TARGETS.items()},
+            "normalisation": "cycles_per_256 = total_cycles / iterations * 256 / (weights_per_iteration * "
+                             "activation_rows); weights_per_iteration counted from the loop's sdot/smull/smmla",
+            "kernels": kernels}
+
+
+def fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
+
+
+def table(res: dict) -> str:
+    cpus = res["cpus"]
+    w = 22
+    head = f"{'kernel':<{w}} {'w/iter':>6} " + " ".join(f"{c:>25}" for c in cpus)
+    out = [f"cycles per 256 weights (llvm-mca-19, -iterations={res['iterations']}); "
+           f"(ratio to {REPACKED}; target)", head, "-" * len(head)]
+    for name, k in res["kernels"].items():
+        cells = []
+        for c in cpus:
+            m = k["cpus"][c]
+            if m["cycles_per_256"] is None:
+                cells.append(f"{'n/a (' + m['unsupported'] + ')':>25}")
+                continue
+            cell = f"{m['cycles_per_256']:.1f}" + ("*" if m["hypothetical"] else "")
+            if m.get("ratio_to_repacked") is not None:
+                cell += f" ({m['ratio_to_repacked']:.3f}x"
+                if m["pass"] is not None:
+                    cell += f" {'ok' if m['pass'] else 'MISS'}<={m['target']}"
+                cell += ")"
+            cells.append(f"{cell:>25}")
+        wpi = k["weights_per_iteration"] * k["activation_rows"]
+        mark = "+" if k.get("loop_is_chunk_only") else ""
+        out.append(f"{name + mark:<{w}} {wpi:>6} " + " ".join(cells))
+    out.append("w/iter: weights x activation rows per loop iteration; * = core without i8mm, "
+               "smmla scheduled by llvm-mca with -mattr=+i8mm (hypothetical);")
+    out.append("+ = innermost loop is the 32-column chunk loop, per-group work (scales) outside it is not "
+               "counted; targets (ok/MISS) only for 1-row GEMV on " + ", ".join(DEFAULT_CPUS))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    ap.add_argument("--cpus", default=",".join(DEFAULT_CPUS), help="comma-separated -mcpu names")
+    ap.add_argument("--iterations", type=int, default=100)
+    ap.add_argument("--sdist", help="llama-cpp-python sdist (default: ~/.cache/hmbuild/llama-sdist, "
+                                    "downloaded with pip if absent)")
+    ap.add_argument("--keep", metavar="DIR", help="keep the assembly and loop files in DIR")
+    a = ap.parse_args(argv)
+    cpus = [c.strip() for c in a.cpus.split(",") if c.strip()]
+    try:
+        if a.keep:
+            work = Path(a.keep)
+            work.mkdir(parents=True, exist_ok=True)
+            res = measure(cpus, a.iterations, a.sdist, work)
+        else:
+            with tempfile.TemporaryDirectory(prefix="mca_int4_") as d:
+                res = measure(cpus, a.iterations, a.sdist, Path(d))
+    except Fail as e:
+        print(f"mca_int4: {e}", file=sys.stderr)
+        return 1
+    if a.json:
+        print(json.dumps(res, indent=1))
+    else:
+        print(table(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
