@@ -162,3 +162,18 @@ def test_importance_weighs_the_scale_search_towards_heavy_columns():
     assert errs["weighted"] < errs["plain"], errs
     with pytest.raises(ValueError):
         quantize_hm_q4_codes(w, 64, importance=np.ones(5))
+
+
+def test_native_fixture_bytes_match_the_packer():
+    """native/tests/test_kernels.cpp (hm_q4_python_fixture) holds hex strings of this packer's
+    output for w[r][c] = ((r * k + c) % 15 - 7) / 4, 4 x 64; they must stay what it writes."""
+    import re
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "native" / "tests" / "test_kernels.cpp").read_text()
+    calls = re.findall(r'check_python_fixture\((\d+), (\d+),[^"]*((?:"[0-9a-f]*"\s*)+)\);', src)
+    assert {int(g) for g, _, _ in calls} == {32, 64}, calls
+    for g, k, lits in calls:
+        hexstr = "".join(re.findall(r'"([0-9a-f]*)"', lits))
+        w = np.array([[((r * int(k) + c) % 15 - 7) / 4 for c in range(64)] for r in range(4)], dtype=np.float32)
+        assert quantize_hm_q4(w, int(g), method="amax").hex() == hexstr, f"G{g}"

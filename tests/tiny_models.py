@@ -19,12 +19,13 @@ from gguf import quants
 from hmbuild.int4_format import GGML_TYPE as HM_TYPES
 from hmbuild.int4_format import dequantize_hm_q4, quantize_hm_q4, register_with_gguf
 
-HM_Q4_G64, HM_Q4_G128 = HM_TYPES[64], HM_TYPES[128]  # the project's own INT4 (docs/int4-format.md)
+HM_Q4_G32, HM_Q4_G64, HM_Q4_G128 = HM_TYPES[32], HM_TYPES[64], HM_TYPES[128]  # own INT4 (docs/int4-format.md)
+HM_GROUP = {t: g for g, t in HM_TYPES.items()}
 register_with_gguf()
 
 
 def type_name(qtype) -> str:
-    return {HM_Q4_G64: "HM_Q4_G64", HM_Q4_G128: "HM_Q4_G128"}.get(int(qtype)) or Q(qtype).name
+    return {HM_Q4_G32: "HM_Q4_G32", HM_Q4_G64: "HM_Q4_G64", HM_Q4_G128: "HM_Q4_G128"}.get(int(qtype)) or Q(qtype).name
 
 # Types gguf-py can quantize; Q4_K / Q6_K it only dequantizes, so those tensors get random but
 # well-formed blocks (sane fp16 scales, random quants), which exercises every bit of the layout.
@@ -45,7 +46,7 @@ class TinyConfig:
     rms_eps: float = 1e-6
     rope_base: float = 10000.0
     sliding_window: int = 3
-    weight_type: int = Q.F32  # a GGMLQuantizationType, or HM_Q4_G64 / HM_Q4_G128
+    weight_type: int = Q.F32  # a GGMLQuantizationType, or HM_Q4_G32 / HM_Q4_G64 / HM_Q4_G128
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -88,8 +89,8 @@ class TinyWriter:
 
     def weight(self, name: str, n_rows: int, n_cols: int, qtype: Q | None = None, scale: float = 0.08):
         qtype = self.cfg.weight_type if qtype is None else qtype
-        if int(qtype) in (HM_Q4_G64, HM_Q4_G128):
-            group = 64 if int(qtype) == HM_Q4_G64 else 128
+        if int(qtype) in HM_GROUP:
+            group = HM_GROUP[int(qtype)]
             w = (self.rng.standard_normal((n_rows, n_cols)) * scale).astype(np.float32)
             data = np.frombuffer(quantize_hm_q4(w, group), dtype=np.uint8).reshape(n_rows, -1)
             deq = dequantize_hm_q4(data.tobytes(), n_rows, n_cols, group)

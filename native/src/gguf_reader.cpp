@@ -47,6 +47,7 @@ const TypeInfo* lookup_type(uint32_t raw) {
     static const TypeInfo q6_k{"q6_K", 256, 210};
     static const TypeInfo q8_k{"q8_K", 256, 292};
     static const TypeInfo bf16{"bf16", 1, 2};
+    static const TypeInfo hm_q4_g32{"hm_q4_g32", 32, 2 + 16};
     static const TypeInfo hm_q4_g64{"hm_q4_g64", 64, 2 + 32};
     static const TypeInfo hm_q4_g128{"hm_q4_g128", 128, 2 + 64};
     switch (static_cast<GgmlType>(raw)) {
@@ -65,6 +66,7 @@ const TypeInfo* lookup_type(uint32_t raw) {
         case GgmlType::Q6_K: return &q6_k;
         case GgmlType::Q8_K: return &q8_k;
         case GgmlType::BF16: return &bf16;
+        case GgmlType::HM_Q4_G32: return &hm_q4_g32;
         case GgmlType::HM_Q4_G64: return &hm_q4_g64;
         case GgmlType::HM_Q4_G128: return &hm_q4_g128;
     }

@@ -21,8 +21,8 @@ constexpr uint32_t T(GgmlType t) { return static_cast<uint32_t>(t); }
 
 const uint32_t kAllTypes[] = {T(GgmlType::F32),  T(GgmlType::F16),  T(GgmlType::Q4_0),
                               T(GgmlType::Q5_0), T(GgmlType::Q8_0), T(GgmlType::Q4_K),
-                              T(GgmlType::Q6_K), T(GgmlType::HM_Q4_G64),
-                              T(GgmlType::HM_Q4_G128)};
+                              T(GgmlType::Q6_K), T(GgmlType::HM_Q4_G32),
+                              T(GgmlType::HM_Q4_G64), T(GgmlType::HM_Q4_G128)};
 
 void put_f16(uint8_t* p, float v) {
     const uint16_t h = fp32_to_fp16(v);
@@ -110,6 +110,7 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols, s
         case GgmlType::Q6_K:
             for (size_t i = 0; i < w.size(); i += 210) scale(&w[i + 208], 0.001f);
             break;
+        case GgmlType::HM_Q4_G32:
         case GgmlType::HM_Q4_G64:
         case GgmlType::HM_Q4_G128: {
             const size_t tgb = hm_tile_group_bytes(hm_group(type));
@@ -187,6 +188,8 @@ void compare_all_sets(uint32_t type) {
     const bool is_float = type == T(GgmlType::F32) || type == T(GgmlType::F16);
     if (is_float) cols_list.insert(cols_list.end(), {1, 37, 100});  // a tail past the 16 lanes
     const int64_t g = row_granularity(type);
+    // HM_Q4 kernels take 4 chunks of 32 columns per step: 1-3 chunks left over (and no full step).
+    if (g == 4) cols_list.insert(cols_list.end(), {32, 64, 96, 160, 192, 224, 320, 384, 448});
     const int64_t rows = g == 1 ? 19 : 20;  // 19: 4-row kernels get a leftover row
     std::vector<std::vector<int64_t>> splits = {{0, rows}, {0, g, 4 * g, rows}, {}};
     for (int64_t r = 0; r <= rows; r += g) splits[2].push_back(r);  // one granule at a time
@@ -258,11 +261,17 @@ TEST_CASE(layout_sizes) {
     CHECK_EQ(row_bytes(T(GgmlType::Q4_K), 512), size_t(288));
     CHECK_EQ(row_bytes(T(GgmlType::Q6_K), 256), size_t(210));
     CHECK_EQ(row_bytes(T(GgmlType::Q4_K), 640), size_t(0));
+    CHECK_EQ(row_bytes(T(GgmlType::HM_Q4_G32), 128), size_t(72));
+    CHECK_EQ(row_bytes(T(GgmlType::HM_Q4_G32), 48), size_t(0));
     CHECK_EQ(row_bytes(T(GgmlType::HM_Q4_G64), 128), size_t(68));
     CHECK_EQ(row_bytes(T(GgmlType::HM_Q4_G128), 128), size_t(66));
     // The per-row size agrees with gguf_reader's type table for the HM types too.
+    CHECK_EQ(type_info(GgmlType::HM_Q4_G32)->block_size, 32u);
+    CHECK_EQ(type_info(GgmlType::HM_Q4_G32)->type_size, 18u);
     CHECK_EQ(type_info(GgmlType::HM_Q4_G64)->type_size, 34u);
     CHECK_EQ(type_info(GgmlType::HM_Q4_G128)->type_size, 66u);
+    CHECK_EQ(std::string(type_info(GgmlType::HM_Q4_G32)->name), std::string("hm_q4_g32"));
+    CHECK_EQ(row_granularity(T(GgmlType::HM_Q4_G32)), 4);
     CHECK_EQ(row_granularity(T(GgmlType::HM_Q4_G64)), 4);
     CHECK_EQ(row_granularity(T(GgmlType::Q8_0)), 1);
     for (uint32_t t : kAllTypes) CHECK(kernel_supported(t));
@@ -355,8 +364,10 @@ TEST_CASE(dequantize_f16_f32_rows) {
 }
 
 TEST_CASE(hm_q4_layout_and_dequantize) {
-    for (int g : {64, 128}) {
-        const uint32_t type = g == 64 ? T(GgmlType::HM_Q4_G64) : T(GgmlType::HM_Q4_G128);
+    for (int g : {32, 64, 128}) {
+        const uint32_t type = g == 32   ? T(GgmlType::HM_Q4_G32)
+                              : g == 64 ? T(GgmlType::HM_Q4_G64)
+                                        : T(GgmlType::HM_Q4_G128);
         const int64_t rows = 8, cols = 2 * g;
         std::mt19937 rng(7 + g);
         std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -378,28 +389,40 @@ TEST_CASE(hm_q4_layout_and_dequantize) {
     }
 }
 
-// Written by hmbuild/int4_format.py for w[r][c] = ((r * 7 + c) % 15 - 7) / 4 (4 x 64, G64):
-// the C++ reader and the Python packer agree on the layout.
-TEST_CASE(hm_q4_python_fixture) {
+// Bytes written by hmbuild/int4_format.py (quantize_hm_q4(w, G, method="amax"), the rule of
+// pack_hm_q4 above) for 4 x 64 weights w[r][c] = ((r * k + c) % 15 - 7) / 4: the C++ reader and
+// the Python packer agree on the layout.
+namespace {
+void check_python_fixture(int g, int k, const char* python_hex) {
     const int64_t rows = 4, cols = 64;
     std::vector<float> w(rows * cols), ref;
     for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) w[r * cols + c] = ((r * 7 + c) % 15 - 7) / 4.0f;
-    const std::vector<uint8_t> bytes = pack_hm_q4(w, rows, cols, 64, &ref);
-    static const char kPythonHex[] =
-        "00340034003400342132435498a9bacb1f2132438798a9ba65768798dcedfe1f"
-        "54657687cbdcedfea9bacbdc2132435498a9bacb1f213243edfe1f2165768798"
-        "dcedfe1f5465768743546576bacbdced32435465a9bacbdc8798a9bafe1f2132"
-        "768798a9edfe1f21cbdcedfe43546576bacbdced324354651f2132438798a9ba"
-        "fe1f2132768798a9";
+        for (int c = 0; c < cols; ++c) w[r * cols + c] = ((r * k + c) % 15 - 7) / 4.0f;
+    const std::vector<uint8_t> bytes = pack_hm_q4(w, rows, cols, g, &ref);
     std::string hex;
     for (uint8_t b : bytes) {
         char s[3];
         std::snprintf(s, sizeof s, "%02x", b);
         hex += s;
     }
-    CHECK_EQ(hex, std::string(kPythonHex));
+    CHECK_EQ(hex, std::string(python_hex));
     for (size_t i = 0; i < w.size(); ++i) CHECK_EQ(ref[i], w[i]);  // exactly representable
+}
+}  // namespace
+
+TEST_CASE(hm_q4_python_fixture) {
+    check_python_fixture(64, 7,  // G64, k = 7
+        "00340034003400342132435498a9bacb1f2132438798a9ba65768798dcedfe1f"
+        "54657687cbdcedfea9bacbdc2132435498a9bacb1f213243edfe1f2165768798"
+        "dcedfe1f5465768743546576bacbdced32435465a9bacbdc8798a9bafe1f2132"
+        "768798a9edfe1f21cbdcedfe43546576bacbdced324354651f2132438798a9ba"
+        "fe1f2132768798a9");
+    check_python_fixture(32, 5,  // G32, k = 5: two tile-groups of 8 + 64 bytes
+        "003400340034003421324354768798a9cbdcedfe2132435465768798bacbdced"
+        "1f21324365768798a9bacbdcfe1f213254657687a9bacbdcedfe1f2143546576"
+        "98a9bacbedfe1f2100340034003400344354657698a9bacbedfe1f2143546576"
+        "8798a9badcedfe1f324354658798a9bacbdcedfe21324354768798a9cbdcedfe"
+        "1f21324365768798bacbdced1f213243");
 }
 
 TEST_CASE(selects_only_available_sets) {
@@ -432,6 +455,7 @@ TEST_CASE(matmul_q5_0) { compare_all_sets(T(GgmlType::Q5_0)); }
 TEST_CASE(matmul_q8_0) { compare_all_sets(T(GgmlType::Q8_0)); }
 TEST_CASE(matmul_q4_k) { compare_all_sets(T(GgmlType::Q4_K)); }
 TEST_CASE(matmul_q6_k) { compare_all_sets(T(GgmlType::Q6_K)); }
+TEST_CASE(matmul_hm_q4_g32) { compare_all_sets(T(GgmlType::HM_Q4_G32)); }
 TEST_CASE(matmul_hm_q4_g64) { compare_all_sets(T(GgmlType::HM_Q4_G64)); }
 TEST_CASE(matmul_hm_q4_g128) { compare_all_sets(T(GgmlType::HM_Q4_G128)); }
 
@@ -452,6 +476,7 @@ TEST_CASE(scalar_outputs_platform_independent) {
         {T(GgmlType::Q8_0), 512, 0x9a5f8246d4c2066cull},
         {T(GgmlType::Q4_K), 512, 0x96dba08d13362959ull},
         {T(GgmlType::Q6_K), 512, 0x505c204dff6dfc58ull},
+        {T(GgmlType::HM_Q4_G32), 512, 0xa874427d0e82e0a2ull},
         {T(GgmlType::HM_Q4_G64), 512, 0x6e5d1b633cd6bdd4ull},
         {T(GgmlType::HM_Q4_G128), 512, 0xd21d200ecd406a25ull},
     };

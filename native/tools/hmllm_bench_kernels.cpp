@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
 
     const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q8_0,
                               GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
-                              GgmlType::Q6_K, GgmlType::HM_Q4_G64, GgmlType::HM_Q4_G128};
+                              GgmlType::Q6_K, GgmlType::HM_Q4_G32, GgmlType::HM_Q4_G64,
+                              GgmlType::HM_Q4_G128};
     std::vector<Result> results;
     for (GgmlType gt : types) {
         const uint32_t type = static_cast<uint32_t>(gt);

@@ -36,6 +36,7 @@ enum class GgmlType : uint32_t {
     // This project's own INT4 formats (the block layout is defined by the kernels that use them).
     // The values sit far above anything llama.cpp assigns so the two can never collide. Until
     // the layout is final, size computations assume one f16 scale plus packed nibbles per block.
+    HM_Q4_G32 = 1032,
     HM_Q4_G64 = 1064,
     HM_Q4_G128 = 1128,
 };

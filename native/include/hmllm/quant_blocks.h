@@ -72,8 +72,8 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
 
-// ---- HM_Q4_G64 / HM_Q4_G128: symmetric INT4, one fp16 scale per row and group of G columns,
-// value = (q - 8) * d, q in 0..15. Rows come in tiles of 4 (n_rows % 4 == 0, n_cols % G == 0).
+// ---- HM_Q4_G32 / HM_Q4_G64 / HM_Q4_G128: symmetric INT4, one fp16 scale per row and group of
+// G = 32, 64 or 128 columns, value = (q - 8) * d, q in 0..15. Rows come in tiles of 4 (n_rows % 4 == 0, n_cols % G == 0).
 // The tensor is tiles in row order; a tile is its groups in column order; a tile-group is
 //   8 bytes:  fp16 d of rows 0, 1, 2, 3 of the tile
 //   G/32 chunks of 64 bytes, chunk c covering columns 32c..32c+31 of the group:
@@ -84,7 +84,8 @@ static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
 // in lane r; a tile-group is 4 * (2 + G/2) bytes, the same 2 + G/2 bytes per row and group
 // that gguf_reader's type table assumes.
 constexpr int kHmTileRows = 4;
-inline constexpr int hm_group(uint32_t type) { return type == 1064 ? 64 : 128; }
+// Group size G of an HM type (1032 / 1064 / 1128 = HM_Q4_G32 / G64 / G128 in gguf_reader.h).
+inline constexpr int hm_group(uint32_t type) { return type == 1032 ? 32 : type == 1064 ? 64 : 128; }
 inline constexpr int64_t hm_tile_group_bytes(int group) { return 8 + 2 * group; }
 // Byte offset and nibble shift of (row r of the tile, column col of the group) in a tile-group.
 inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {

@@ -22,6 +22,7 @@ int slot_of(uint32_t type) {
         case GgmlType::Q8_0: return kQ8_0;
         case GgmlType::Q4_K: return kQ4_K;
         case GgmlType::Q6_K: return kQ6_K;
+        case GgmlType::HM_Q4_G32: return kHm32;
         case GgmlType::HM_Q4_G64: return kHm64;
         case GgmlType::HM_Q4_G128: return kHm128;
         default: return -1;
@@ -108,8 +109,8 @@ using namespace kern;
 size_t row_bytes(uint32_t type, int64_t n_cols) {
     const TypeInfo* info = type_info(type);
     if (info == nullptr || slot_of(type) < 0 || n_cols < 0 || n_cols % info->block_size != 0) return 0;
-    if (type == static_cast<uint32_t>(GgmlType::HM_Q4_G64) ||
-        type == static_cast<uint32_t>(GgmlType::HM_Q4_G128)) {
+    const int slot = slot_of(type);
+    if (slot == kHm32 || slot == kHm64 || slot == kHm128) {
         const int g = hm_group(type);
         return static_cast<size_t>(n_cols / g) * static_cast<size_t>(2 + g / 2);
     }
@@ -118,7 +119,7 @@ size_t row_bytes(uint32_t type, int64_t n_cols) {
 
 int64_t row_granularity(uint32_t type) {
     const int s = slot_of(type);
-    return (s == kHm64 || s == kHm128) ? 4 : 1;
+    return (s == kHm32 || s == kHm64 || s == kHm128) ? 4 : 1;
 }
 
 bool kernel_supported(uint32_t type) { return slot_of(type) >= 0; }

@@ -38,7 +38,7 @@
 namespace hmllm {
 namespace kern {
 
-enum Slot : int { kF32, kF16, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kHm64, kHm128, kSlotCount };
+enum Slot : int { kF32, kF16, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kHm32, kHm64, kHm128, kSlotCount };
 int slot_of(uint32_t type);  // -1 for unsupported types
 
 using MatmulFn = void (*)(const MatView& w, const Activations& act, float* y, int64_t y_stride,

@@ -289,6 +289,7 @@ void fill_avx2(KernelSet* ks) {
     ks->mm[kQ8_0] = matmul_rows4<dot4_q8_0>;
     ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
     ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
+    ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
     ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
 }

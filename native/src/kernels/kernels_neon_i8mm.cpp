@@ -193,6 +193,7 @@ void fill_neon_i8mm(KernelSet* ks) {
     ks->mm[kQ8_0] = matmul_block32<LoadQ8_0>;
     ks->mm[kQ4_0] = matmul_block32<LoadQ4_0>;
     ks->mm[kQ5_0] = matmul_block32<LoadQ5_0>;
+    ks->mm[kHm32] = matmul_hm<32>;
     ks->mm[kHm64] = matmul_hm<64>;
     ks->mm[kHm128] = matmul_hm<128>;
 }

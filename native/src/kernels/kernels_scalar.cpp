@@ -16,6 +16,7 @@ ActKind activation_kind(uint32_t weight_type) {
         case GgmlType::Q4_0:
         case GgmlType::Q5_0:
         case GgmlType::Q8_0:
+        case GgmlType::HM_Q4_G32:
         case GgmlType::HM_Q4_G64:
         case GgmlType::HM_Q4_G128: return ActKind::Q8_32;
         case GgmlType::Q4_K:
@@ -322,6 +323,7 @@ void dequantize_row_scalar(const MatView& w, int64_t row, float* y) {
         case kQ8_0: deq_q8_0(p, n, y); return;
         case kQ4_K: deq_q4_k(p, n, y); return;
         case kQ6_K: deq_q6_k(p, n, y); return;
+        case kHm32:
         case kHm64:
         case kHm128: {
             const int g = hm_group(w.type);
@@ -350,6 +352,7 @@ void fill_scalar(KernelSet* ks) {
     ks->mm[kQ8_0] = matmul_rows<dot_q8_0_ref>;
     ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
     ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
+    ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
     ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
 }
