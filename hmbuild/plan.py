@@ -160,9 +160,11 @@ def scratch_bytes(d_model: int, q_dim: int, kv_dim: int, d_ff: int, n_vocab: int
                   max_batch: int = ENGINE_MAX_BATCH) -> int:
     """plan_memory()'s scratch (native/src/engine.cpp), term for term: per batch row 3 d_model +
     2 q_dim + 2 kv_dim + 2 d_ff floats (4 bytes) and their quantized copies (<= 2 bytes), the
-    logits (n_vocab floats) and one attention score row (ctx floats) per thread."""
+    logits (n_vocab floats) and per thread one attention score row (ctx floats) for each query head
+    that shares a KV head (q_dim / kv_dim of them)."""
     per_token = 3 * d_model + 2 * q_dim + 2 * kv_dim + 2 * d_ff
-    return per_token * max_batch * 4 + per_token * max_batch * 2 + n_vocab * 4 + threads * ctx * 4
+    group = max(1, q_dim // kv_dim)
+    return per_token * max_batch * 4 + per_token * max_batch * 2 + n_vocab * 4 + threads * group * ctx * 4
 
 
 def describe(weights: int, kv: int, scratch: int) -> str:

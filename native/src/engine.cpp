@@ -112,10 +112,11 @@ MemoryPlan plan_memory(const ModelConfig& c, const ModelWeights& w, const Engine
     p.kv_cache = KvCache::bytes_for(c.n_layers, o.context_size, kv_dim, o.kv_type);
     const uint64_t q_dim = uint64_t(c.n_heads) * c.head_dim;
     const uint64_t per_token = 3ull * c.d_model + 2 * q_dim + 2ull * kv_dim + 2ull * c.d_ff;
-    // floats per batch row, the quantized activations (<= 1.25 bytes per float), logits and
-    // one attention score row per thread.
+    // floats per batch row, the quantized activations (<= 1.25 bytes per float), logits and per
+    // thread one attention score row for each query head sharing a KV head (attend_group).
+    const uint64_t group = uint64_t(std::max(1, c.n_heads / std::max(1, c.n_kv_heads)));
     p.scratch = (per_token * o.max_batch * 4) + per_token * o.max_batch * 2 + uint64_t(c.n_vocab) * 4 +
-                uint64_t(o.threads) * o.context_size * 4;
+                uint64_t(o.threads) * group * o.context_size * 4;
     return p;
 }
 
@@ -178,35 +179,90 @@ void Engine::matmul(const MatView& w, const float* x, int n, float* y, bool same
     });
 }
 
+namespace {
+
+// The query heads of one KV head (grouped-query attention) side by side: each cached key and
+// value is converted once for all of them, and each head keeps its own float sums, advanced in the
+// same order as a loop over one head (KvCache::dot_k / add_v), so the grouping changes no bit.
+// G is the group size when known at compile time (the loops over heads then vectorize); 0 reads
+// it from `group`.
+template <int G>
+void attend_group(const KvCache& kv, int layer, int kv_off, int start, int p, int group, int hd, const float* qg,
+                  float* og) {
+    const int gs = G > 0 ? G : group;
+    const int blk = kv.block(), nblk = hd / blk, len = p - start + 1;
+    thread_local std::vector<float> qt, ot, scores, vals, scales, acc, part;
+    qt.resize(size_t(hd) * gs);
+    ot.assign(size_t(hd) * gs, 0.0f);
+    scores.resize(size_t(len) * gs);
+    vals.resize(size_t(hd));
+    scales.resize(size_t(nblk));
+    acc.resize(size_t(gs));
+    part.resize(size_t(gs));
+    for (int h = 0; h < gs; ++h)
+        for (int i = 0; i < hd; ++i) qt[size_t(i) * gs + h] = qg[size_t(h) * hd + i];
+    for (int j = start; j <= p; ++j) {
+        kv.head_values(KvCache::Which::K, layer, j, kv_off, vals.data(), scales.data());
+        for (int h = 0; h < gs; ++h) acc[h] = 0.0f;
+        for (int b = 0; b < nblk; ++b) {
+            for (int h = 0; h < gs; ++h) part[h] = 0.0f;
+            for (int i = b * blk; i < (b + 1) * blk; ++i) {
+                const float v = vals[i];
+                const float* q = &qt[size_t(i) * gs];
+                for (int h = 0; h < gs; ++h) part[h] += q[h] * v;
+            }
+            for (int h = 0; h < gs; ++h) acc[h] += part[h] * scales[b];
+        }
+        for (int h = 0; h < gs; ++h) scores[size_t(h) * len + (j - start)] = acc[h];
+    }
+    // Softmax per head (exp_f, a double sum), then the weighted values.
+    for (int h = 0; h < gs; ++h) {
+        float* sh = &scores[size_t(h) * len];
+        float max_s = -INFINITY;
+        for (int k = 0; k < len; ++k) max_s = std::max(max_s, sh[k]);
+        double total = 0;
+        for (int k = 0; k < len; ++k) {
+            sh[k] = exp_f(sh[k] - max_s);
+            total += sh[k];
+        }
+        const float inv = static_cast<float>(1.0 / total);
+        for (int k = 0; k < len; ++k) sh[k] = sh[k] * inv;
+    }
+    for (int j = start; j <= p; ++j) {
+        kv.head_values(KvCache::Which::V, layer, j, kv_off, vals.data(), scales.data());
+        for (int b = 0; b < nblk; ++b) {
+            for (int h = 0; h < gs; ++h) part[h] = scores[size_t(h) * len + (j - start)] * scales[b];
+            for (int i = b * blk; i < (b + 1) * blk; ++i) {
+                const float v = vals[i];
+                float* o = &ot[size_t(i) * gs];
+                for (int h = 0; h < gs; ++h) o[h] += part[h] * v;
+            }
+        }
+    }
+    for (int h = 0; h < gs; ++h)
+        for (int i = 0; i < hd; ++i) og[size_t(h) * hd + i] = ot[size_t(i) * gs + h];
+}
+
+}  // namespace
+
 // Causal attention for the n new tokens at positions [pos, pos + n) over the cache, one task per
-// (token, head). Sliding-window layers see only the last `sliding_window` positions.
+// (token, KV head). Sliding-window layers see only the last `sliding_window` positions.
 void Engine::attention(int layer, int n, int pos, const float* q, float* out) {
-    const int hd = cfg_.head_dim, n_heads = cfg_.n_heads, group = cfg_.n_heads / cfg_.n_kv_heads;
-    const int q_dim = n_heads * hd;
+    const int hd = cfg_.head_dim, n_kv = cfg_.n_kv_heads, group = cfg_.n_heads / cfg_.n_kv_heads;
+    const int q_dim = cfg_.n_heads * hd;
     const bool sliding = w_.layers[layer].sliding && cfg_.sliding_window > 0;
-    pool_->parallel_for(int64_t(n) * n_heads, [&](int64_t task) {
-        thread_local std::vector<float> scores;
-        const int t = static_cast<int>(task / n_heads), h = static_cast<int>(task % n_heads);
+    pool_->parallel_for(int64_t(n) * n_kv, [&](int64_t task) {
+        const int t = static_cast<int>(task / n_kv), g = static_cast<int>(task % n_kv);
         const int p = pos + t;
         const int start = sliding ? std::max(0, p - cfg_.sliding_window + 1) : 0;
-        const int kv_off = (h / group) * hd;
-        const float* qh = q + size_t(t) * q_dim + size_t(h) * hd;
-        float* oh = out + size_t(t) * q_dim + size_t(h) * hd;
-        scores.resize(size_t(p - start + 1));
-        float max_s = -INFINITY;
-        for (int j = start; j <= p; ++j) {
-            const float s = kv_.dot_k(layer, j, kv_off, qh);
-            scores[j - start] = s;
-            max_s = std::max(max_s, s);
+        const size_t at = size_t(t) * q_dim + size_t(g) * group * hd;
+        switch (group) {
+            case 1: attend_group<1>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
+            case 2: attend_group<2>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
+            case 4: attend_group<4>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
+            case 8: attend_group<8>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
+            default: attend_group<0>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
         }
-        double total = 0;
-        for (auto& s : scores) {
-            s = exp_f(s - max_s);
-            total += s;
-        }
-        std::fill(oh, oh + hd, 0.0f);
-        const float inv = static_cast<float>(1.0 / total);
-        for (int j = start; j <= p; ++j) kv_.add_v(layer, j, kv_off, scores[j - start] * inv, oh);
     });
 }
 

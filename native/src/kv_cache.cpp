@@ -107,4 +107,24 @@ void KvCache::add_v(int layer, int pos, int offset, float w, float* out) const {
     }
 }
 
+int KvCache::block() const { return type_ == KvType::F16 ? head_dim_ : kQ8Block; }
+
+void KvCache::head_values(Which which, int layer, int pos, int offset, float* values, float* scales) const {
+    const uint8_t* r = row(which == Which::K ? k_ : v_, layer, pos);
+    if (type_ == KvType::F16) {
+        const auto* h = reinterpret_cast<const uint16_t*>(r) + offset;
+        const float* half = half_table();
+        for (int i = 0; i < head_dim_; ++i) values[i] = half[h[i]];
+        scales[0] = 1.0f;
+        return;
+    }
+    const uint8_t* blk = r + size_t(offset / kQ8Block) * kQ8BlockBytes;
+    for (int b = 0; b < head_dim_ / kQ8Block; ++b, blk += kQ8BlockBytes, values += kQ8Block) {
+        uint16_t dh;
+        std::memcpy(&dh, blk, 2);
+        scales[b] = fp16_to_fp32(dh);
+        for (int i = 0; i < kQ8Block; ++i) values[i] = static_cast<float>(static_cast<int8_t>(blk[2 + i]));
+    }
+}
+
 }  // namespace hmllm

@@ -116,6 +116,24 @@ static void check_kv(KvType type, float tol) {
         std::vector<float> out(hd, 1.0f);
         kv.add_v(1, 5, head * hd, 0.5f, out.data());
         for (int i = 0; i < hd; ++i) CHECK(std::fabs(out[i] - (1.0f + 0.5f * v[head * hd + i])) < tol);
+
+        // head_values as attention uses it gives dot_k's and add_v's exact bits.
+        const int blk = kv.block(), nblk = hd / blk;
+        std::vector<float> vals(hd), scales(nblk);
+        kv.head_values(KvCache::Which::K, 1, 5, head * hd, vals.data(), scales.data());
+        float sum = 0;
+        for (int b = 0; b < nblk; ++b) {
+            float part = 0;
+            for (int i = b * blk; i < (b + 1) * blk; ++i) part += q[i] * vals[i];
+            sum += part * scales[b];
+        }
+        CHECK(sum == kv.dot_k(1, 5, head * hd, q.data()));
+        std::vector<float> mine(hd, 1.0f), theirs(hd, 1.0f);
+        kv.add_v(1, 5, head * hd, 0.37f, theirs.data());
+        kv.head_values(KvCache::Which::V, 1, 5, head * hd, vals.data(), scales.data());
+        for (int b = 0; b < nblk; ++b)
+            for (int i = b * blk; i < (b + 1) * blk; ++i) mine[i] += (0.37f * scales[b]) * vals[i];
+        CHECK(mine == theirs);
     }
 }
 

@@ -25,6 +25,16 @@ public:
     // out += w * V[pos] over one head.
     void add_v(int layer, int pos, int offset, float w, float* out) const;
 
+    // One head's cached values at pos as floats, so attention converts each row once for all the
+    // query heads that share it: values = the stored numbers (f16 exactly; q8_0 the int8 codes),
+    // scales = one per block() values (q8_0 its fp16 scale, f16 1). dot_k equals, block by block,
+    // sum += (q . values of the block, summed in order from 0) * scale, and add_v is
+    // out += (w * scale) * value; multiplying by 1 and adding to 0 are exact, so a caller doing
+    // exactly that gets dot_k's and add_v's bits.
+    enum class Which { K, V };
+    int block() const;  // values per scale: head_dim for f16, 32 for q8_0
+    void head_values(Which which, int layer, int pos, int offset, float* values, float* scales) const;
+
 private:
     size_t row_bytes() const;
     uint8_t* row(std::vector<uint8_t>& buf, int layer, int pos) const;
