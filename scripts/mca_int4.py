@@ -29,8 +29,8 @@ figure on every CPU of the default list.
 
 Project kernels are reached through a temporary harness file that #includes the unchanged kernel
 .cpp file and adds extern "C" noinline wrappers around dot4_hm<G> / hm_tile_4x2<G> (they live in an
-anonymous namespace). That also instantiates G = 32, which the template supports although no
-HM_Q4_G32 matmul slot may exist yet. Each file gets the flags native/src/kernels/kernels.cmake
+anonymous namespace); when the compiler turns a wrapper into a tail call (`b dot4_hm<G>`, not
+inlined), the loop is taken from the callee. Each file gets the flags native/src/kernels/kernels.cmake
 gives it (baseline NEON: the target's default -march=armv8-a; dotprod: armv8.2-a+dotprod; i8mm:
 armv8.2-a+dotprod+i8mm; all -ffp-contract=off).
 
@@ -187,6 +187,12 @@ def function_body(asm: str, symbol: str) -> list[str]:
         if c.startswith(".Lfunc_end") or (c and not l[0].isspace() and not c.startswith(".L") and c.endswith(":")):
             break  # the function's end, or the next function's label
         body.append(l)
+    # A wrapper the compiler reduced to a tail call (`b kernel`, the kernel not inlined into it):
+    # the loop is in the callee.
+    insns = [c for c in map(clean, body) if c and not c.startswith(".")]
+    tail = re.match(r"^b\s+([A-Za-z_][\w$]*)$", insns[-1]) if insns else None
+    if tail and len(insns) <= 4 and tail.group(1) != symbol:
+        return function_body(asm, tail.group(1))
     return body
 
 

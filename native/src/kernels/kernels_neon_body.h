@@ -236,13 +236,14 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
     return acc;
 }
 
-// One 32-column chunk of an HM_Q4 tile-group (64 bytes at p) against 32 activations: the int32
-// dot of each of the 4 rows, lane r = row r.
-inline int32x4_t hm_chunk(const uint8_t* p, const int8_t* q) {
+// One 32-column chunk of an HM_Q4 tile-group (64 bytes at p) against 32 activations: start + the
+// int32 dot of each of the 4 rows, lane r = row r. Callers pass start = -8 * s_a in every lane,
+// so the chain ends at isum - 8 * s_a (integers: exact in any order).
+inline int32x4_t hm_chunk(int32x4_t start, const uint8_t* p, const int8_t* q) {
     const uint8x16_t v0 = vld1q_u8(p), v1 = vld1q_u8(p + 16), v2 = vld1q_u8(p + 32), v3 = vld1q_u8(p + 48);
     const int8x16_t alo = vld1q_s8(q), ahi = vld1q_s8(q + 16);
 #if HMLLM_NEON_DOTPROD
-    int32x4_t acc = vdotq_laneq_s32(vdupq_n_s32(0), lo_nib(v0), alo, 0);
+    int32x4_t acc = vdotq_laneq_s32(start, lo_nib(v0), alo, 0);
     acc = vdotq_laneq_s32(acc, lo_nib(v1), alo, 1);
     acc = vdotq_laneq_s32(acc, lo_nib(v2), alo, 2);
     acc = vdotq_laneq_s32(acc, lo_nib(v3), alo, 3);
@@ -268,20 +269,49 @@ inline int32x4_t hm_chunk(const uint8_t* p, const int8_t* q) {
         p01 = vmlal_s8(p01, vget_low_s8(w[k]), vget_low_s8(x[k]));
         p23 = vmlal_high_s8(p23, w[k], x[k]);
     }
-    return vpaddq_s32(vpaddlq_s16(p01), vpaddlq_s16(p23));
+    return vaddq_s32(start, vpaddq_s32(vpaddlq_s16(p01), vpaddlq_s16(p23)));
 #endif
 }
 
+// Chunk J (0..3) of a 4-chunk step: its offset and activation scale are lane J of noff / da.
+// acc_r = fma((float)(isum_r - 8 * s_a), d_wr * d_a, acc_r): the canonical step, per lane.
+template <int J>
+inline float32x4_t hm_step(float32x4_t acc, const uint8_t* p, const int8_t* q, int32x4_t noff,
+                           float32x4_t ws, float32x4_t da) {
+    const int32x4_t isum = hm_chunk(vdupq_laneq_s32(noff, J), p, q);
+    return vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_laneq_f32(ws, da, J));
+}
+
+// A 4-row tile: 4 chunks (128 columns) per step whatever G is (G32: 4 tile-groups, G64: 2, G128:
+// 1), so the four sdot chains are independent and the per-chunk -8 * s_a and d_a come from one
+// vector load of 4 each; the float steps stay one fma per chunk, in chunk order.
 template <int G>
 void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
+    constexpr int kC = G / 32;              // chunks per tile-group
+    constexpr int64_t kTgb = 8 + 2 * G;     // tile-group bytes
+    constexpr int kGroups = 4 / kC;         // tile-groups per step
+    static_assert(G == 32 || G == 64 || G == 128, "HM_Q4 group size");
     float32x4_t acc = vdupq_n_f32(0);
-    for (int64_t k = 0; k < n / G; ++k) {
-        const uint8_t* p = tile + k * (8 + 2 * G);
+    const int64_t nblk = n / 32;
+    int64_t blk = 0;
+    const uint8_t* p = tile;
+    for (; blk + 4 <= nblk; blk += 4, p += kGroups * kTgb) {
+        const int32x4_t noff = vmulq_n_s32(vmovl_s16(vld1_s16(a.s + blk)), -8);
+        const float32x4_t da = vld1q_f32(a.d + blk);
+        const int8_t* q = a.q + 32 * blk;
+        float32x4_t ws[kGroups];
+        for (int g = 0; g < kGroups; ++g) ws[g] = h2f4(p + g * kTgb);
+        acc = hm_step<0>(acc, p + 8, q, noff, ws[0], da);
+        acc = hm_step<1>(acc, p + (1 / kC) * kTgb + 8 + 64 * (1 % kC), q + 32, noff, ws[1 / kC], da);
+        acc = hm_step<2>(acc, p + (2 / kC) * kTgb + 8 + 64 * (2 % kC), q + 64, noff, ws[2 / kC], da);
+        acc = hm_step<3>(acc, p + (3 / kC) * kTgb + 8 + 64 * (3 % kC), q + 96, noff, ws[3 / kC], da);
+    }
+    // G32 / G64: the last 1-3 chunks (whole tile-groups), one at a time.
+    for (; blk < nblk; blk += kC, p += kTgb) {
         const float32x4_t ws = h2f4(p);
-        for (int c = 0; c < G / 32; ++c) {
-            const int64_t blk = k * (G / 32) + c;
-            const int32x4_t r = vsubq_s32(hm_chunk(p + 8 + 64 * c, a.q + 32 * blk), vdupq_n_s32(8 * a.s[blk]));
-            acc = vfmaq_f32(acc, vcvtq_f32_s32(r), vmulq_n_f32(ws, a.d[blk]));  // canonical per lane
+        for (int c = 0; c < kC; ++c) {
+            const int32x4_t isum = hm_chunk(vdupq_n_s32(-8 * a.s[blk + c]), p + 8 + 64 * c, a.q + 32 * (blk + c));
+            acc = vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(ws, a.d[blk + c]));  // canonical per lane
         }
     }
     vst1q_f32(out, acc);
