@@ -9,11 +9,11 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 
 from conftest import REPO, have_arm64_tools, run_hmbuild
-from tiny_models import HM_Q4_G64, HM_Q4_G128, TinyConfig, reference_logits, type_name, write_tiny_model
+from tiny_models import HM_Q4_G32, HM_Q4_G64, HM_Q4_G128, TinyConfig, reference_logits, type_name, write_tiny_model
 
 pytestmark = pytest.mark.e2e
 FIXTURES = REPO / "tests" / "fixtures" / "llama_cpp"
-TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_K, Q.Q6_K, Q(1032), HM_Q4_G64, HM_Q4_G128]  # Q(1032): HM_Q4_G32
+TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_K, Q.Q6_K, HM_Q4_G32, HM_Q4_G64, HM_Q4_G128]
 PROMPT = [2, 270, 265, 299, 280, 261, 262, 263, 290]
 
 

@@ -25,7 +25,7 @@ register_with_gguf()
 
 
 def type_name(qtype) -> str:
-    return {HM_Q4_G32: "HM_Q4_G32", HM_Q4_G64: "HM_Q4_G64", HM_Q4_G128: "HM_Q4_G128"}.get(int(qtype)) or Q(qtype).name
+    return f"HM_Q4_G{HM_GROUP[int(qtype)]}" if int(qtype) in HM_GROUP else Q(qtype).name
 
 # Types gguf-py can quantize; Q4_K / Q6_K it only dequantizes, so those tensors get random but
 # well-formed blocks (sane fp16 scales, random quants), which exercises every bit of the layout.

@@ -20,9 +20,10 @@ public:
     KvType type() const { return type_; }
 
     void store(int layer, int pos, const float* k, const float* v);
-    // q · K[pos] over one head (offset = kv_head * head_dim).
+    // The one-head reference (tests): q · K[pos] over one head (offset = kv_head * head_dim), and
+    // out += w * V[pos]. The engine's attention reads rows through head_values and must give
+    // these functions' bits.
     float dot_k(int layer, int pos, int offset, const float* q) const;
-    // out += w * V[pos] over one head.
     void add_v(int layer, int pos, int offset, float w, float* out) const;
 
     // One head's cached values at pos as floats, so attention converts each row once for all the

@@ -106,20 +106,17 @@ const KernelSet& active() {
 
 using namespace kern;
 
+// The HM types are in gguf_reader's type table as blocks of G columns of 2 + G/2 bytes per row,
+// so one formula serves every type.
 size_t row_bytes(uint32_t type, int64_t n_cols) {
     const TypeInfo* info = type_info(type);
     if (info == nullptr || slot_of(type) < 0 || n_cols < 0 || n_cols % info->block_size != 0) return 0;
-    const int slot = slot_of(type);
-    if (slot == kHm32 || slot == kHm64 || slot == kHm128) {
-        const int g = hm_group(type);
-        return static_cast<size_t>(n_cols / g) * static_cast<size_t>(2 + g / 2);
-    }
     return static_cast<size_t>(n_cols / info->block_size) * info->type_size;
 }
 
 int64_t row_granularity(uint32_t type) {
     const int s = slot_of(type);
-    return (s == kHm32 || s == kHm64 || s == kHm128) ? 4 : 1;
+    return (s == kHm32 || s == kHm64 || s == kHm128) ? kHmTileRows : 1;
 }
 
 bool kernel_supported(uint32_t type) { return slot_of(type) >= 0; }

@@ -256,7 +256,7 @@ void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
                                           13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15);
     __m128 acc = _mm_setzero_ps();
     for (int64_t k = 0; k < n / G; ++k) {
-        const uint8_t* p = tile + k * (8 + 2 * G);
+        const uint8_t* p = tile + k * hm_tile_group_bytes(G);
         const __m128 ws = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
         for (int c = 0; c < G / 32; ++c) {
             const int64_t blk = k * (G / 32) + c;

@@ -288,7 +288,7 @@ inline float32x4_t hm_step(float32x4_t acc, const uint8_t* p, const int8_t* q, i
 template <int G>
 void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
     constexpr int kC = G / 32;              // chunks per tile-group
-    constexpr int64_t kTgb = 8 + 2 * G;     // tile-group bytes
+    constexpr int64_t kTgb = hm_tile_group_bytes(G);
     constexpr int kGroups = 4 / kC;         // tile-groups per step
     static_assert(G == 32 || G == 64 || G == 128, "HM_Q4 group size");
     float32x4_t acc = vdupq_n_f32(0);

@@ -124,7 +124,7 @@ void hm_tile_4x2(const uint8_t* tile, const ActRow& a0, const ActRow& a1, int64_
                  float32x4_t* out01, float32x4_t* out23) {
     float32x4_t acc01 = vdupq_n_f32(0), acc23 = vdupq_n_f32(0);
     for (int64_t k = 0; k < n / G; ++k) {
-        const uint8_t* p = tile + k * (8 + 2 * G);
+        const uint8_t* p = tile + k * hm_tile_group_bytes(G);
         const float32x4_t ws = h2f4(p);
         const float32x4_t ws01 = vzip1q_f32(ws, ws), ws23 = vzip2q_f32(ws, ws);
         for (int c = 0; c < G / 32; ++c) {
