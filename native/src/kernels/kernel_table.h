@@ -62,6 +62,16 @@ void dequantize_row_scalar(const MatView& w, int64_t row, float* y);
 float dot_q8_0_ref(const uint8_t* w, const ActRow& a, int64_t n);
 void dot4_hm_ref(const uint8_t* tile, const ActRow& a, int64_t n, int group, float out[4]);
 
+// Software prefetch of the weights read next. A chunk's rows are contiguous in the file, but the
+// kernels read four rows side by side (four streams of a few hundred bytes each), which the
+// hardware prefetchers pick up too late to keep memory busy. Asking for the next group of rows
+// while this one is computed keeps the reads streaming: the output projection of Gemma 3 270M
+// (Q8_0, 262144 x 640) with 2 threads on the x86_64 CI VM went from 15.0 to 9.1 ms; one group
+// ahead measured better than two or four.
+inline void prefetch_bytes(const uint8_t* p, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+}
+
 // One-row kernel: y = dot(row, activation row).
 using RowDot = float (*)(const uint8_t* w, const ActRow& a, int64_t n);
 
@@ -72,6 +82,7 @@ void matmul_rows(const MatView& w, const Activations& act, float* y, int64_t ys,
     const int64_t nb = act.batch();
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w.data + r * rb;
+        if (r + 2 < r1) prefetch_bytes(row + 2 * rb, rb);
         for (int64_t b = 0; b < nb; ++b) y[b * ys + r] = Dot(row, act.row(b), w.n_cols);
     }
 }
@@ -88,6 +99,7 @@ void rows4_range(const MatView& w, const Activations& act, float* y, int64_t ys,
     for (int64_t r = r0; r < r1; r += 4) {
         const uint8_t* rows[4];
         for (int i = 0; i < 4; ++i) rows[i] = w.data + (r + i < r1 ? r + i : r1 - 1) * rb;
+        if (r + 8 <= r1) prefetch_bytes(rows[0] + 4 * rb, 4 * rb);
         for (int64_t b = b0; b < b1; ++b) {
             float o[4];
             Dot(rows, act.row(b), w.n_cols, o);
@@ -112,6 +124,7 @@ void matmul_tiles(const MatView& w, const Activations& act, float* y, int64_t ys
     const int64_t nb = act.batch();
     for (int64_t r = r0; r < r1; r += 4) {
         const uint8_t* tile = w.data + (r / 4) * tb;
+        if (r + 8 <= r1) prefetch_bytes(tile + tb, tb);
         for (int64_t b = 0; b < nb; ++b) {
             float o[4];
             Dot(tile, act.row(b), w.n_cols, o);
