@@ -267,6 +267,14 @@ void Engine::attention(int layer, int n, int pos, const float* q, float* out) {
 }
 
 Status Engine::forward(const int32_t* tokens, int n_total, int pos0, bool all_logits) {
+    // The whole pass runs on the pool's leader thread (see ThreadPool::run): one hand-off per
+    // pass instead of one per matmul.
+    Status st;
+    pool_->run([&] { st = forward_pass(tokens, n_total, pos0, all_logits); });
+    return st;
+}
+
+Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool all_logits) {
     if (pos0 < 0 || n_total < 1 || pos0 + n_total > kv_.n_ctx())
         return Status::error(ErrorCode::InvalidArgument, "the request does not fit the context of " +
                                                              std::to_string(kv_.n_ctx()) + " tokens");

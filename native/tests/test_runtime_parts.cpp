@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -60,6 +61,44 @@ TEST_CASE(a_pool_that_owns_all_its_threads_leaves_the_caller_idle) {
         seen++;
     });
     CHECK_EQ(seen.load(), 2);
+}
+
+TEST_CASE(run_moves_the_work_onto_the_leader_which_joins_its_own_parallel_steps) {
+    ThreadPool pool(3, /*caller_works=*/false);
+    const std::thread::id caller = std::this_thread::get_id();
+    for (int pass = 0; pass < 100; ++pass) {
+        std::thread::id leader;
+        std::atomic<int> on_caller{0}, on_leader{0};
+        std::vector<std::atomic<int>> hits(64);
+        for (auto& h : hits) h = 0;
+        pool.run([&] {
+            leader = std::this_thread::get_id();
+            for (int step = 0; step < 20; ++step)
+                pool.parallel_for(64, [&](int64_t c) {
+                    if (step == 0) hits[c]++;
+                    if (std::this_thread::get_id() == caller) on_caller++;
+                    if (std::this_thread::get_id() == leader) on_leader++;
+                });
+        });
+        CHECK(leader != caller);
+        CHECK_EQ(on_caller.load(), 0);
+        for (auto& h : hits) CHECK_EQ(h.load(), 1);
+        if (pass == 99) CHECK(on_leader.load() > 0);  // the leader works too (over 100 passes)
+    }
+    // Plain parallel_for from the caller still works between runs, and errors come back.
+    std::atomic<int> total{0};
+    pool.parallel_for(10, [&](int64_t) { total++; });
+    CHECK_EQ(total.load(), 10);
+    bool thrown = false;
+    try {
+        pool.run([] { throw std::runtime_error("boom"); });
+    } catch (const std::runtime_error&) {
+        thrown = true;
+    }
+    CHECK(thrown);
+    int ran = 0;
+    pool.run([&] { ran++; });
+    CHECK_EQ(ran, 1);
 }
 
 TEST_CASE(sampler_greedy_takes_the_lowest_index_among_ties) {

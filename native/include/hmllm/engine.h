@@ -84,6 +84,7 @@ public:
 
 private:
     Engine() = default;
+    Status forward_pass(const int32_t* tokens, int n, int pos, bool all_logits);
     void matmul(const MatView& w, const float* x, int n, float* y, bool same_input = false);
     // Keeps the cached KV of the longest common prefix with `prompt`; returns its length.
     int reuse_prefix(const std::vector<int32_t>& prompt);

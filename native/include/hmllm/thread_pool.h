@@ -1,11 +1,20 @@
 // Worker threads created once per session. Work is split into more chunks than threads and
 // handed out through an atomic counter, so on a big.LITTLE phone the faster cores simply take
 // more chunks instead of everyone waiting for the slowest core.
+//
+// Decode runs ~150 parallel steps per token, each a few tens of microseconds, so a hand-off that
+// sleeps (a futex wake, on a VM an inter-processor interrupt) costs as much as the step. Threads
+// therefore spin for a short while (kSpin) on an atomic before they sleep on a condition
+// variable, as ggml's thread pool does; and with an owned pool, run() moves a whole forward pass
+// onto thread 0 (the leader), which then hands out steps to the others without waking anyone,
+// so the caller sleeps once per pass instead of once per step.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -28,25 +37,47 @@ public:
     // Calls fn(chunk) for every chunk in [0, n_chunks) across the pool; returns when all are done.
     void parallel_for(int64_t n_chunks, const std::function<void(int64_t)>& fn);
 
+    // Runs fn to completion where parallel_for is cheapest: on the caller when it works, else on
+    // the leader thread, whose parallel_for calls it joins as a worker. The caller blocks; an
+    // exception thrown by fn is rethrown here.
+    void run(const std::function<void()>& fn);
+
     // Runs fn(thread_index) once on every thread that runs chunks (to set priority or affinity).
     void on_each_thread(const std::function<void(int)>& fn);
+
+    // How long an idle thread spins before it sleeps.
+    static constexpr std::chrono::microseconds kSpin{200};
 
 private:
     void worker(int index);
     void run_chunks();
+    // One step for the threads waiting in worker() (all of them, or all but the leader when it
+    // dispatches: first_worker 1): publish, join in if the caller runs chunks, wait for the rest.
+    void dispatch(int first_worker, bool caller_runs, const std::function<void(int64_t)>* fn,
+                  const std::function<void(int)>* each, int64_t n_chunks);
+    template <class Ready>
+    void spin_then_wait(std::condition_variable& cv, Ready ready, bool spin);
+    void wake(std::condition_variable& cv);
 
     int n_threads_;
     bool caller_works_;
     std::vector<std::thread> threads_;
     std::mutex mu_;
     std::condition_variable wake_, done_;
-    uint64_t generation_ = 0;
-    int busy_ = 0;
-    bool stop_ = false;
+    bool stop_flag_ = false;
+    std::atomic<bool> stop_{false};
+    // The current step: published by a release store of generation_, read after an acquire load.
+    std::atomic<uint64_t> generation_{0};
     const std::function<void(int64_t)>* fn_ = nullptr;
     const std::function<void(int)>* each_ = nullptr;
     int64_t n_chunks_ = 0;
     std::atomic<int64_t> next_{0};
+    std::atomic<int> busy_{0};
+    // The leader's job (run()), published the same way through job_pending_.
+    const std::function<void()>* job_ = nullptr;
+    std::exception_ptr job_error_;
+    std::atomic<bool> job_pending_{false}, job_done_{false};
+    std::thread::id leader_id_;
 };
 
 }  // namespace hmllm
