@@ -58,6 +58,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hmllm-run", type=Path, required=True)
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--hmllm-model", type=Path, default=None,
+                    help="the file hmllm runs (e.g. an `hmbuild quantize` output); llama.cpp always runs --model")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
@@ -71,15 +73,16 @@ def main() -> int:
         return 1
     llm = llama_cpp.Llama(model_path=str(args.model), n_ctx=512, n_batch=512, n_threads=args.threads,
                           n_threads_batch=args.threads, logits_all=True, verbose=False)
+    hm_model = args.hmllm_model or args.model
     ids = llm.tokenize(TEXT.encode() * 8, add_bos=True)[: args.prompt_tokens]
     rows = {"llama.cpp": [], "hmllm": []}
     for i in range(args.repeat):
         print(f"run {i + 1}/{args.repeat}", file=sys.stderr)
         rows["llama.cpp"].append(llama_cpp_run(llm, ids, args.gen_tokens))
-        rows["hmllm"].append(hmllm_run(args.hmllm_run, args.model, ids, args.gen_tokens, args.threads))
+        rows["hmllm"].append(hmllm_run(args.hmllm_run, hm_model, ids, args.gen_tokens, args.threads))
     med = {k: (statistics.median(p for p, _ in v), statistics.median(d for _, d in v)) for k, v in rows.items()}
     result = {
-        "model": args.model.name, "threads": args.threads, "prompt_tokens": len(ids), "gen_tokens": args.gen_tokens,
+        "model": args.model.name, "hmllm_model": hm_model.name, "threads": args.threads, "prompt_tokens": len(ids), "gen_tokens": args.gen_tokens,
         "llama_cpp_version": llama_cpp.__version__,
         "prefill_tps": {"hmllm": med["hmllm"][0], "llama.cpp": med["llama.cpp"][0],
                         "ratio": med["hmllm"][0] / med["llama.cpp"][0]},
@@ -89,7 +92,8 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{args.model.name}, {args.threads} threads, prompt {len(ids)} / generate {args.gen_tokens}, "
+        runs = args.model.name if hm_model == args.model else f"hmllm {hm_model.name} vs llama.cpp {args.model.name}"
+        print(f"{runs}, {args.threads} threads, prompt {len(ids)} / generate {args.gen_tokens}, "
               f"median of {args.repeat} (llama-cpp-python {llama_cpp.__version__})")
         print(f"{'':10} {'hmllm':>10} {'llama.cpp':>10} {'ratio':>7}")
         for key in ("prefill_tps", "decode_tps"):

@@ -161,21 +161,38 @@ Status Engine::create(const ModelConfig& cfg, const ModelWeights& w, const Engin
     return Status{};
 }
 
-void Engine::matmul(const MatView& w, const float* x, int n, float* y, bool same_input) {
-    // Q, K, V (and gate, up) read the same normed input: quantize it once when the weight types
-    // pair with the same activation format.
-    if (!same_input || act_.kind() != activation_kind(w.type) || act_.n_cols() != w.n_cols || act_.batch() != n)
-        act_.quantize(w.type, x, w.n_cols, n);
-    // Many more chunks than threads, so faster cores take more of them.
-    const int64_t gran = row_granularity(w.type);
-    const int64_t want_chunks = int64_t(pool_->size()) * 8;
-    int64_t rows_per_chunk = (w.n_rows + want_chunks - 1) / want_chunks;
-    rows_per_chunk = std::max(gran, std::min<int64_t>((rows_per_chunk + gran - 1) / gran * gran, 512));
-    const int64_t n_chunks = (w.n_rows + rows_per_chunk - 1) / rows_per_chunk;
-    const Activations& act = act_;
-    pool_->parallel_for(n_chunks, [&](int64_t c) {
-        const int64_t r0 = c * rows_per_chunk, r1 = std::min(w.n_rows, r0 + rows_per_chunk);
-        hmllm::matmul(w, act, y, w.n_rows, r0, r1);
+void Engine::matmul(const MatView& w, const float* x, int n, float* y) {
+    const MatJob job{&w, y};
+    matmul_many(&job, 1, x, n);
+}
+
+// Matrices that read the same input (Q, K, V; gate, up) run as one parallel step: the input is
+// quantized once per activation format and the chunks of all of them go out together, so the
+// threads meet once instead of once per matrix.
+void Engine::matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n) {
+    bool ready[kActSlots] = {};
+    int64_t first_chunk[kMaxJobs + 1] = {0}, rows_per_chunk[kMaxJobs];
+    for (int j = 0; j < n_jobs; ++j) {
+        const MatView& w = *jobs[j].w;
+        const int slot = static_cast<int>(activation_kind(w.type));
+        if (!ready[slot]) {
+            acts_[slot].quantize(w.type, x, w.n_cols, n);
+            ready[slot] = true;
+        }
+        // Many more chunks than threads, so faster cores take more of them.
+        const int64_t gran = row_granularity(w.type);
+        const int64_t want_chunks = int64_t(pool_->size()) * 8;
+        int64_t rpc = (w.n_rows + want_chunks - 1) / want_chunks;
+        rpc = std::max(gran, std::min<int64_t>((rpc + gran - 1) / gran * gran, 512));
+        rows_per_chunk[j] = rpc;
+        first_chunk[j + 1] = first_chunk[j] + (w.n_rows + rpc - 1) / rpc;
+    }
+    pool_->parallel_for(first_chunk[n_jobs], [&](int64_t c) {
+        int j = 0;
+        while (c >= first_chunk[j + 1]) ++j;
+        const MatView& w = *jobs[j].w;
+        const int64_t r0 = (c - first_chunk[j]) * rows_per_chunk[j], r1 = std::min(w.n_rows, r0 + rows_per_chunk[j]);
+        hmllm::matmul(w, acts_[static_cast<int>(activation_kind(w.type))], jobs[j].y, w.n_rows, r0, r1);
     });
 }
 
@@ -246,22 +263,29 @@ void attend_group(const KvCache& kv, int layer, int kv_off, int start, int p, in
 }  // namespace
 
 // Causal attention for the n new tokens at positions [pos, pos + n) over the cache, one task per
-// (token, KV head). Sliding-window layers see only the last `sliding_window` positions.
+// (token, KV head). When that is fewer tasks than threads (decode of a model with one or two KV
+// heads), each group of query heads is split into sub-groups, one task each: a sub-group converts
+// the cached rows again, but the threads share the work. Each head's sums are the same either way.
+// Sliding-window layers see only the last `sliding_window` positions.
 void Engine::attention(int layer, int n, int pos, const float* q, float* out) {
     const int hd = cfg_.head_dim, n_kv = cfg_.n_kv_heads, group = cfg_.n_heads / cfg_.n_kv_heads;
     const int q_dim = cfg_.n_heads * hd;
     const bool sliding = w_.layers[layer].sliding && cfg_.sliding_window > 0;
-    pool_->parallel_for(int64_t(n) * n_kv, [&](int64_t task) {
-        const int t = static_cast<int>(task / n_kv), g = static_cast<int>(task % n_kv);
+    int split = 1;
+    while (split < group && int64_t(n) * n_kv * split < pool_->size() && group % (2 * split) == 0) split *= 2;
+    const int gs = group / split;
+    pool_->parallel_for(int64_t(n) * n_kv * split, [&](int64_t task) {
+        const int sub = static_cast<int>(task % split);
+        const int t = static_cast<int>(task / split / n_kv), g = static_cast<int>(task / split % n_kv);
         const int p = pos + t;
         const int start = sliding ? std::max(0, p - cfg_.sliding_window + 1) : 0;
-        const size_t at = size_t(t) * q_dim + size_t(g) * group * hd;
-        switch (group) {
-            case 1: attend_group<1>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
-            case 2: attend_group<2>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
-            case 4: attend_group<4>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
-            case 8: attend_group<8>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
-            default: attend_group<0>(kv_, layer, g * hd, start, p, group, hd, q + at, out + at); break;
+        const size_t at = size_t(t) * q_dim + (size_t(g) * group + size_t(sub) * gs) * hd;
+        switch (gs) {
+            case 1: attend_group<1>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
+            case 2: attend_group<2>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
+            case 4: attend_group<4>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
+            case 8: attend_group<8>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
+            default: attend_group<0>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
         }
     });
 }
@@ -298,9 +322,8 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
         for (int il = 0; il < cfg_.n_layers; ++il) {
             const LayerWeights& L = w_.layers[il];
             for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * d], L.attn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
-            matmul(L.wq, xn_.data(), n, q_.data());
-            matmul(L.wk, xn_.data(), n, k_.data(), /*same_input=*/true);
-            matmul(L.wv, xn_.data(), n, v_.data(), /*same_input=*/true);
+            const MatJob qkv[3] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
+            matmul_many(qkv, 3, xn_.data(), n);
             const float base = L.sliding ? cfg_.rope_base_local : cfg_.rope_base;
             std::vector<float>& cs = rope_cs_;
             for (int t = 0; t < n; ++t) {
@@ -335,8 +358,8 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
                 for (int i = 0; i < d; ++i) x[i] += o[i];
                 rmsnorm(x, L.ffn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
             }
-            matmul(L.w_gate, xn_.data(), n, gate_.data());
-            matmul(L.w_up, xn_.data(), n, up_.data(), /*same_input=*/true);
+            const MatJob gate_up[2] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
+            matmul_many(gate_up, 2, xn_.data(), n);
             const size_t nf = size_t(n) * cfg_.d_ff;
             for (size_t i = 0; i < nf; ++i) {
                 const float g = cfg_.gelu ? gelu_table(gate_[i]) : silu(gate_[i]);

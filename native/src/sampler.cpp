@@ -5,11 +5,22 @@
 
 namespace hmllm {
 
+// Two passes: the largest value with eight independent running maxima (the one-pass loop carries
+// its index through every comparison and runs at one element per cycle or so; the vocabulary is
+// 262144 logits per token for Gemma 3), then the first index holding it. NaNs are never picked,
+// as in the one-pass loop, unless every logit is NaN (then 0).
 int32_t argmax(const float* logits, int n) {
-    int32_t best = 0;
-    for (int i = 1; i < n; ++i)
-        if (logits[i] > logits[best]) best = i;
-    return best;
+    float m[8];
+    for (float& v : m) v = -INFINITY;
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) m[k] = logits[i + k] > m[k] ? logits[i + k] : m[k];
+    for (; i < n; ++i) m[0] = logits[i] > m[0] ? logits[i] : m[0];
+    float best = m[0];
+    for (int k = 1; k < 8; ++k) best = m[k] > best ? m[k] : best;
+    for (int j = 0; j < n; ++j)
+        if (logits[j] == best) return j;
+    return 0;
 }
 
 Sampler::Sampler(const SamplingOptions& options) : opt_(options), rng_(options.seed) {}

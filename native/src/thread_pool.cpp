@@ -41,7 +41,12 @@ void ThreadPool::spin_then_wait(std::condition_variable& cv, Ready ready, bool s
     const auto until = std::chrono::steady_clock::now() + kSpin;
     for (unsigned i = 1; !ready(); ++i) {
         cpu_relax();
-        if (!spin || (i % 64 == 0 && std::chrono::steady_clock::now() > until)) {
+        if (spin && i % 64 == 0) {
+            // Lets a thread that has work run first when there are more threads than cores.
+            std::this_thread::yield();
+            if (std::chrono::steady_clock::now() <= until) continue;
+        }
+        if (!spin || i % 64 == 0) {
             std::unique_lock<std::mutex> lock(mu_);
             cv.wait(lock, ready);
             return;

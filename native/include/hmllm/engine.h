@@ -85,7 +85,13 @@ public:
 private:
     Engine() = default;
     Status forward_pass(const int32_t* tokens, int n, int pos, bool all_logits);
-    void matmul(const MatView& w, const float* x, int n, float* y, bool same_input = false);
+    struct MatJob {
+        const MatView* w;
+        float* y;  // n rows of w->n_rows outputs
+    };
+    static constexpr int kMaxJobs = 3, kActSlots = 4;  // kActSlots: ActKind values
+    void matmul(const MatView& w, const float* x, int n, float* y);
+    void matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n);
     // Keeps the cached KV of the longest common prefix with `prompt`; returns its length.
     int reuse_prefix(const std::vector<int32_t>& prompt);
     void attention(int layer, int n, int pos, const float* q, float* out);
@@ -99,7 +105,7 @@ private:
     std::vector<int32_t> cached_;  // tokens whose K/V are in kv_, in order
     // Scratch, sized once for max_batch tokens.
     std::vector<float> x_, xn_, q_, k_, v_, att_, o_, gate_, up_, logits_, rope_cs_;
-    Activations act_;
+    Activations acts_[kActSlots];  // the input in each activation format a matmul needs
 };
 
 }  // namespace hmllm
