@@ -101,6 +101,19 @@ TEST_CASE(run_moves_the_work_onto_the_leader_which_joins_its_own_parallel_steps)
     CHECK_EQ(ran, 1);
 }
 
+TEST_CASE(argmax_matches_a_plain_scan_over_lengths_ties_and_nans) {
+    std::mt19937 rng(7);
+    for (int n : {1, 7, 8, 9, 17, 1000, 262144 + 3}) {
+        std::vector<float> v(static_cast<size_t>(n));
+        for (float& x : v) x = float(rng() % 50) - 25.0f;  // many ties of the maximum
+        if (n > 10) v[3] = std::nanf("");
+        int32_t want = 0;
+        for (int i = 1; i < n; ++i)
+            if (v[i] > v[want] || std::isnan(v[want])) want = i;
+        CHECK_EQ(argmax(v.data(), n), want);
+    }
+}
+
 TEST_CASE(sampler_greedy_takes_the_lowest_index_among_ties) {
     std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f};
     Sampler s(SamplingOptions{});
