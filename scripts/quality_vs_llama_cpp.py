@@ -1,0 +1,99 @@
+"""Quality of 4-bit re-quantizations of one GGUF file, hmbuild's next to llama.cpp's, each measured
+with `hmbuild eval` against the original file (top-1 agreement, mean KL, perplexities).
+
+The question it answers: is a quality bar for re-quantizing an already-quantized file within reach
+at all? llama.cpp's own re-quantization (llama_model_quantize with allow_requantize, from
+llama-cpp-python) is the yardstick. Run it with the llama-cpp-python venv (see
+scripts/bench_vs_llama_cpp.py) and point it at hmbuild and a host-built project:
+
+    ~/.cache/hmbuild/llama-ref-venv/bin/python scripts/quality_vs_llama_cpp.py \\
+        --hmbuild .venv/bin/hmbuild --project DEMO [--model M.gguf] [--text FILE] [--json]
+
+The re-quantized files go to a temporary folder and are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DEFAULT_MODEL = Path.home() / ".cache" / "hmbuild" / "models" / "gemma-3-270m-q4_k_m.gguf"
+GGML_TYPE_Q4_0 = 2
+LLAMA_FTYPE_MOSTLY_Q4_0 = 2
+
+# (label, how it is made): hmbuild schemes with optional --keep rules, llama.cpp ftypes with an
+# optional type for the token embedding / output matrix.
+VARIANTS = [
+    ("hmbuild int4-g128", ("hmbuild", "int4-g128", None)),
+    ("hmbuild int4-g32", ("hmbuild", "int4-g32", None)),
+    ("hmbuild int4-g128, token_embd Q8_0", ("hmbuild", "int4-g128", "q8_0:token_embd.weight")),
+    ("llama.cpp Q4_0, token_embd Q4_0", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, GGML_TYPE_Q4_0)),
+    ("llama.cpp Q4_0 (token_embd stays Q8_0)", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, None)),
+]
+
+
+def llama_quantize(src: Path, dst: Path, ftype: int, embd_type: int | None) -> None:
+    import llama_cpp
+
+    p = llama_cpp.llama_model_quantize_default_params()
+    p.ftype = ftype
+    p.allow_requantize = True
+    if embd_type is not None:
+        p.token_embedding_type = embd_type
+        p.output_tensor_type = embd_type
+    if llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(p)) != 0:
+        raise SystemExit(f"llama_model_quantize failed for {dst.name}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hmbuild", type=Path, required=True, help="the hmbuild executable")
+    ap.add_argument("--project", type=Path, required=True, help="a generated project built for the host")
+    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--text", type=Path, default=None, help="evaluation text (default: hmbuild's English text)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        print("error: llama_cpp is not importable; run this with the llama-cpp-python venv", file=sys.stderr)
+        return 1
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="hmbuild-quality-") as tmp:
+        for i, (label, (tool, how, extra)) in enumerate(VARIANTS):
+            out = Path(tmp) / f"v{i}.gguf"
+            print(f"{label}: quantizing", file=sys.stderr)
+            if tool == "hmbuild":
+                cmd = [str(args.hmbuild), "quantize", str(args.model), str(out), "--scheme", how, "--json"]
+                if extra:
+                    cmd += ["--keep", extra]
+                subprocess.run(cmd, check=True, capture_output=True)
+            else:
+                llama_quantize(args.model, out, how, extra)
+            print(f"{label}: evaluating", file=sys.stderr)
+            cmd = [str(args.hmbuild), "-C", str(args.project), "eval", "--model", str(out), "--reference",
+                   str(args.model), "--json"]
+            if args.text:
+                cmd += ["--text", str(args.text)]
+            res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            rows.append({"variant": label, "mib": out.stat().st_size / 2**20, "top1_agreement": res["top1_agreement"],
+                         "kl_mean": res["kl_mean"], "ppl": res["ppl"], "ppl_reference": res["ppl_reference"],
+                         "tokens": res["tokens"]})
+    if args.json:
+        print(json.dumps({"model": args.model.name, "rows": rows}, indent=2))
+    else:
+        print(f"re-quantizations of {args.model.name}, each against the original ({rows[0]['tokens']} tokens)")
+        print(f"{'':42} {'MiB':>7} {'top-1':>6} {'KL':>6} {'ppl':>6} {'ref':>6}")
+        for r in rows:
+            print(f"{r['variant']:42} {r['mib']:7.1f} {r['top1_agreement']:6.3f} {r['kl_mean']:6.3f} {r['ppl']:6.1f} "
+                  f"{r['ppl_reference']:6.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
