@@ -18,9 +18,12 @@ export declare namespace fileIo {
     readonly mtime: number;
     isFile(): boolean;
     isDirectory(): boolean;
+    isSymbolicLink(): boolean;
   }
   function accessSync(path: string): boolean;
   function statSync(file: string | number): Stat;
+  /** As statSync, but a symbolic link describes itself. */
+  function lstatSync(path: string): Stat;
   function renameSync(oldPath: string, newPath: string): void;
   function unlinkSync(path: string): void;
   function mkdirSync(path: string, recursion?: boolean): void;

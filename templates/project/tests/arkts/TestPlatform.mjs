@@ -2,7 +2,7 @@
 // tests replace. Logs are captured, memory figures are set by the test, timers fire when the test
 // says so, files and SHA-256 use Node's fs and crypto.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, lstatSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 
 const GB = 1024 ** 3;
 const enc = new TextEncoder();
@@ -15,6 +15,7 @@ export class TestPlatform {
     this.timers = [];      // { id, delayMs, callback }
     this.renames = [];     // [from, to]
     this.onRename = null;  // (from, to) => void, called before the rename happens
+    this.beforeFileOp = null;  // (op, path) => void before rename / remove / writeText; throw = a crash there
     this.nextTimer = 1;
   }
 
@@ -41,17 +42,27 @@ export class TestPlatform {
   }
   decodeUtf8(buffer) { return dec.decode(new Uint8Array(buffer)); }
   fileExists(path) { return existsSync(path); }
+  isSymlink(path) {
+    try { return lstatSync(path).isSymbolicLink(); } catch { return false; }
+  }
   fileSize(path) {
     try { return statSync(path).size; } catch { return -1; }
   }
   rename(from, to) {
+    if (this.beforeFileOp) this.beforeFileOp('rename', to);
     if (this.onRename) this.onRename(from, to);
     renameSync(from, to);
     this.renames.push([from, to]);
   }
-  remove(path) { rmSync(path, { force: true }); }
+  remove(path) {
+    if (this.beforeFileOp) this.beforeFileOp('remove', path);
+    rmSync(path, { force: true });
+  }
   readText(path) { return readFileSync(path, 'utf8'); }
-  writeText(path, text) { writeFileSync(path, text); }
+  writeText(path, text) {
+    if (this.beforeFileOp) this.beforeFileOp('writeText', path);
+    writeFileSync(path, text);
+  }
   sha256File(path) {
     return new Promise((resolve, reject) => {
       const h = createHash('sha256');

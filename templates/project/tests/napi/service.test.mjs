@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, symlinkSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { loadLibrary } from './load_library.mjs';
@@ -202,9 +202,9 @@ test('a verified model replaces the old one in one rename; bad or partial files 
   const manager = new ModelManager(platform, dir, 'gemma');
   assert.equal(manager.current(), undefined);
 
-  // v1: the real model (a link to the cached file, so nothing is copied).
+  // v1: the real model (a copy: a symbolic link out of the folder would be refused).
   const download1 = join(dir, 'download-1');
-  symlinkSync(model, download1);
+  copyFileSync(model, download1);
   const digest1 = await platform.sha256File(model);
   const v1 = await manager.install(download1, '1.0.0', digest1);
   assert.equal(manager.current().version, '1.0.0');
@@ -249,6 +249,76 @@ test('a verified model replaces the old one in one rename; bad or partial files 
   // The session opened on v1 keeps working: its mapping outlives the file name.
   assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
   s.release();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('install refuses paths outside the model folder and leaves those files alone', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'hmbuild-paths-'));
+  const dir = join(root, 'models');
+  const elsewhere = join(root, 'elsewhere');
+  mkdirSync(dir);
+  mkdirSync(elsewhere);
+  const secret = join(elsewhere, 'secret.gguf');
+  writeFileSync(secret, 'not yours');
+  const digest = sha256('not yours');
+  symlinkSync(secret, join(dir, 'link-out'));
+  symlinkSync(elsewhere, join(dir, 'sub-link'));
+  mkdirSync(join(dir, 'downloads'));
+  const platform = new TestPlatform();
+  const manager = new ModelManager(platform, dir, 'm');
+  for (const path of [secret, '../elsewhere/secret.gguf', join(dir, '..', 'elsewhere', 'secret.gguf'),
+    join(dir, 'downloads', '..', '..', 'elsewhere', 'secret.gguf'), 'link-out', join(dir, 'link-out'),
+    join(dir, 'sub-link', 'secret.gguf'), dir, dir + '/', '', './link-out']) {
+    await assert.rejects(manager.install(path, '1', digest), (e) => e.code === 'INVALID_PATH', `accepted ${path}`);
+  }
+  assert.equal(readFileSync(secret, 'utf8'), 'not yours');
+  assert.equal(manager.current(), undefined);
+  assert.deepEqual(platform.renames, []);
+  // Inside the folder (a subfolder, or a relative name) is fine.
+  writeFileSync(join(dir, 'downloads', 'v1'), 'weights v1');
+  assert.equal((await manager.install(join(dir, 'downloads', 'v1'), '1', sha256('weights v1'))).version, '1');
+  writeFileSync(join(dir, 'v2'), 'weights v2');
+  assert.equal((await manager.install('v2', '2', sha256('weights v2'))).version, '2');
+  // A pointer file edited to name a file elsewhere is no model at all.
+  writeFileSync(join(dir, 'm.current'), `2\n${sha256('not yours')}\n../elsewhere/secret.gguf\n`);
+  assert.equal(manager.current(), undefined);
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('a switch interrupted at any file step leaves one complete model that loads', needsModel, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hmbuild-crash-'));
+  const digest = await new TestPlatform().sha256File(model);
+  const setup = new ModelManager(new TestPlatform(), dir, 'g');
+  copyFileSync(model, join(dir, 'download'));
+  await setup.install('download', '1', digest);
+  // Count the file steps of one install, then crash at each of them in turn.
+  let steps = 0;
+  const counting = new TestPlatform();
+  counting.beforeFileOp = () => { steps++; };
+  copyFileSync(model, join(dir, 'download'));
+  await new ModelManager(counting, dir, 'g').install('download', '2', digest);
+  assert.ok(steps >= 5, `an install takes ${steps} file steps`);
+  let version = 2;
+  for (let crashAt = 0; crashAt < steps; crashAt++) {
+    const platform = new TestPlatform();
+    let n = 0;
+    platform.beforeFileOp = (op, path) => {
+      if (n++ === crashAt) throw new Error(`crash before ${op} ${basename(path)}`);
+    };
+    copyFileSync(model, join(dir, 'download'));
+    const manager = new ModelManager(platform, dir, 'g');
+    await assert.rejects(manager.install('download', String(version + 1), digest), /crash before/);
+    platform.beforeFileOp = null;
+    const current = manager.current();
+    assert.ok(current !== undefined, `no model after a crash at step ${crashAt}`);
+    assert.ok([String(version), String(version + 1)].includes(current.version));
+    assert.equal(await manager.verifyCurrent(), true, `model incomplete after a crash at step ${crashAt}`);
+    const s = service(platform, { modelDir: undefined, modelPath: current.path });
+    assert.match((await s.infer(MOON, { maxTokens: 2 })).text, /Neil/);
+    s.release();
+    version = Number(current.version);
+  }
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test('ModelManager with the native verifier (verifyModel) refuses a bad digest and accepts a good one', async () => {
