@@ -64,14 +64,20 @@ def cli(ctx: click.Context, directory: Path):
 @click.option("--name", help="Module name (lowercase letters, digits, _); default: the folder's name.")
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               help="Take hmbuild.toml's settings from this file (e.g. examples/notes-assistant/hmbuild.toml); "
-                   "its [project] name is the default --name.")
-def new(directory: Path, name: str | None, config: Path | None):
+                   "its [project] name and description are the defaults.")
+@click.option("--description", help="One line of free text for oh-package.json5, hmbuild.toml, CMake and Conan.")
+@click.option("--force", is_flag=True, help="Add the project to a non-empty folder: refresh files an earlier `new` "
+                                            "wrote, never overwrite anyone else's.")
+def new(directory: Path, name: str | None, config: Path | None, description: str | None, force: bool):
     """Create a project in DIRECTORY from hmbuild's templates."""
+    import shlex
+
     from hmbuild.generator import new_project
 
-    result = new_project(directory, name, config=config)
+    result = new_project(directory, name, config=config, description=description, force=force)
     click.echo(f"Created {result.name} in {result.root} ({len(result.files)} files).")
-    click.echo(f"Next: hmbuild -C {directory} build --target linux-arm64 && hmbuild -C {directory} test --target linux-arm64")
+    where = shlex.quote(str(directory))  # the user pastes this line into a shell
+    click.echo(f"Next: hmbuild -C {where} build --target linux-arm64 && hmbuild -C {where} test --target linux-arm64")
 
 
 def _resolve(ctx, target_flag, build_type_flag):

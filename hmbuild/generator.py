@@ -2,12 +2,22 @@
 
 The template tree mirrors the output tree. Files ending in .j2 are rendered with StrictUndefined
 (a missing variable is an error, never an empty string) and lose the suffix; path segments may
-hold {{ name }}. Everything is rendered into a temporary sibling folder that is renamed into
-place at the end, so a failed `new` leaves nothing behind.
+hold {{ name }}. Everything is rendered into a staging folder first and moved into place at the
+end, so a failed `new` leaves nothing behind.
+
+Everything a user types is checked before anything is rendered: the module name and the folder
+must pass `validate_name` / `validate_folder`; the one free-text value (the description) reaches
+JSON5, TOML, CMake and Python only through the per-language filters of `_environment`.
+`new --force` adds the project to a non-empty folder: .hmbuild/generated.json records the SHA-256
+of every file `new` wrote, a file whose content still matches is hmbuild's to refresh, and any
+other file in the way stops `new` before it writes anything.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import tempfile
@@ -16,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import tomlkit
+import tomlkit.exceptions
 
 from hmbuild import __version__
 from hmbuild.api_schema import write_project_api
@@ -25,6 +37,12 @@ from hmbuild.targets import plain_cmake_presets
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 MAX_NAME = 48
+MAX_DESCRIPTION = 200
+# C0 and C1 controls, DEL, and the Unicode line/paragraph separators: none belongs in a one-line
+# value, and each can end a line or a string literal in one of the languages the project is written in.
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# hmbuild's record of the files `new` wrote and their SHA-256, which `new --force` trusts.
+MANIFEST = ".hmbuild/generated.json"
 # Words that would break the generated C++ or ArkTS when used as the module name.
 RESERVED = {
     "auto", "break", "case", "char", "class", "const", "continue", "default", "delete", "do", "double",
@@ -44,28 +62,91 @@ class NewResult:
     files: list[str]
 
 
-def validate_name(name: str) -> str:
-    if not NAME_RE.match(name) or len(name) > MAX_NAME:
-        raise HmbuildError(
-            f"'{name}' is not a valid module name; use lowercase letters, digits and '_', starting with a letter "
-            f"(at most {MAX_NAME} characters), e.g. --name notes_llm."
-        )
+def _shown(value: str) -> str:
+    """A user's value quoted for an error message: one line whatever it holds, and not too long."""
+    return repr(value if len(value) <= 40 else value[:40] + "...")
+
+
+def validate_name(name) -> str:
+    """The module name becomes a C++/CMake identifier, a file name (lib<name>.so) and a JSON5/TOML
+    string, so it is held to the narrowest of those: a lowercase ASCII identifier."""
+    if not isinstance(name, str):
+        raise HmbuildError(f"The module name must be text, not {type(name).__name__}; set [project] name = \"notes_llm\".")
+    if not name:
+        raise HmbuildError("The module name is empty; pass one with --name, e.g. --name notes_llm.")
+    rule = (f"use lowercase letters, digits and '_', starting with a letter (at most {MAX_NAME} characters), "
+            f"e.g. --name notes_llm")
+    if len(name) > MAX_NAME:
+        raise HmbuildError(f"The module name {_shown(name)} is {len(name)} characters long; {rule}.")
+    if not NAME_RE.match(name):
+        raise HmbuildError(f"{_shown(name)} is not a valid module name; {rule}.")
     if name in RESERVED:
         raise HmbuildError(f"'{name}' is a reserved word in C++, ArkTS or the runtime; pick another --name.")
     return name
+
+
+def validate_description(text) -> str:
+    """Free text, escaped per language when rendered; only what no escaping can make safe, or
+    what cannot be stored as UTF-8, is refused."""
+    if not isinstance(text, str):
+        raise HmbuildError(f"The description must be text, not {type(text).__name__}; quote it in the config file.")
+    if len(text) > MAX_DESCRIPTION:
+        raise HmbuildError(f"The description is {len(text)} characters long; keep it to one line of at most "
+                           f"{MAX_DESCRIPTION} characters.")
+    if CONTROL_RE.search(text):
+        raise HmbuildError(f"The description {_shown(text)} holds a line break or control character; keep it to "
+                           "one line of plain text.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HmbuildError(f"The description {_shown(text)} is not valid UTF-8; retype it in a UTF-8 terminal.") from None
+    return text
+
+
+def validate_folder(root: Path) -> Path:
+    """The folder is echoed in commands the user copies into a shell and names the staging folder."""
+    text = str(root)
+    if CONTROL_RE.search(text):
+        raise HmbuildError(f"The folder {_shown(text)} has a line break or control character in its path; "
+                           "pick a plain folder name.")
+    if root.name.startswith("-"):
+        raise HmbuildError(f"The folder name {_shown(root.name)} starts with '-', which command lines read as an "
+                           "option; pick a name that starts with a letter or digit.")
+    return root
 
 
 def default_name(directory: Path) -> str:
     return directory.name.lower().replace("-", "_")
 
 
+def _cmake_bracket(value: str) -> str:
+    """A CMake bracket argument ([=[...]=]): no escapes and no ${} expansion inside, so any text
+    survives; the '=' count is chosen so the text cannot close it."""
+    level = 0
+    while f"]{'=' * level}]" in value:
+        level += 1
+    return f"[{'=' * level}[{value}]{'=' * level}]"
+
+
+# One filter per output language, for values a user may type freely (hand-written only where no
+# library serialises the language: CMake). Identifiers such as `name` are validated, not escaped.
+FILTERS = {
+    "json_str": lambda v: json.dumps(str(v), ensure_ascii=False),   # JSON and JSON5 strings
+    "toml_str": lambda v: tomlkit.string(str(v)).as_string(),       # TOML basic strings
+    "cmake_str": lambda v: _cmake_bracket(str(v)),
+    "py_str": lambda v: repr(str(v)),                               # Python (conanfile.py) literals
+}
+
+
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters.update(FILTERS)
+    return env
 
 
 def render_tree(template_root: str, out: Path, context: dict) -> list[str]:
@@ -106,7 +187,7 @@ def read_config(path: str | Path) -> tuple[str, dict]:
     path = Path(path).expanduser()
     try:
         text = path.read_text(encoding="utf-8")
-        return text, tomllib.loads(text)
+        settings = tomllib.loads(text)
     except FileNotFoundError:
         raise HmbuildError(f"The config file {path} does not exist; pass an hmbuild.toml such as "
                            "examples/notes-assistant/hmbuild.toml.") from None
@@ -114,52 +195,174 @@ def read_config(path: str | Path) -> tuple[str, dict]:
         raise HmbuildError(f"Could not read the config file {path} ({exc}); check the path.") from None
     except tomllib.TOMLDecodeError as exc:
         raise HmbuildError(f"The config file {path} is not valid TOML ({exc}); fix it and retry.") from None
+    if not isinstance(settings.get("project", {}), dict):
+        raise HmbuildError(f"In the config file {path}, `project` must be a [project] table.")
+    return text, settings
 
 
-def config_text(text: str, name: str) -> str:
-    """The config's text (comments kept) with [project] name set to `name` and hmbuild_version to
-    this hmbuild's; the rest of the settings are copied as they are."""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, l in enumerate(lines) if re.match(r"\s*\[project\]\s*(#.*)?$", l)), None)
-    if start is None:
-        lines[:0] = ["[project]\n", f'name = "{name}"\n', f'hmbuild_version = "{__version__}"\n', "\n"]
-        return "".join(lines)
-    end = next((i for i in range(start + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines))
-    for key, value in (("name", name), ("hmbuild_version", __version__)):
-        pattern = re.compile(rf'^(\s*{key}\s*=\s*)"[^"\n]*"')
-        hit = next((i for i in range(start + 1, end) if pattern.match(lines[i])), None)
-        if hit is None:
-            lines.insert(start + 1, f'{key} = "{value}"\n')
-            end += 1
-        else:
-            lines[hit] = pattern.sub(lambda m: f'{m.group(1)}"{value}"', lines[hit], count=1)
-    return "".join(lines)
+def config_text(text: str, name: str, description: str | None = None) -> str:
+    """The config's text (comments kept) with [project] name, hmbuild_version and (when given)
+    description set; the rest of the settings are copied as they are. tomlkit writes the values,
+    so whatever they hold comes back as the same string."""
+    try:
+        doc = tomlkit.parse(text)
+    except tomlkit.exceptions.TOMLKitError as exc:  # tomllib accepted it; keep the sentence anyway
+        raise HmbuildError(f"The config file is not TOML hmbuild can edit ({exc}); fix it and retry.") from None
+    if "project" not in doc:
+        doc.add("project", tomlkit.table())
+    project = doc["project"]
+    project["name"] = name
+    project["hmbuild_version"] = __version__
+    if description is not None:
+        project["description"] = description
+    return tomlkit.dumps(doc)
 
 
-def new_project(directory: str | Path, name: str | None = None, config: str | Path | None = None) -> NewResult:
+def default_description(name: str) -> str:
+    return f"On-device LLM inference (lib{name}.so) with an ArkTS wrapper, generated by hmbuild {__version__}"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_manifest(root: Path) -> dict[str, str]:
+    """{relative path: SHA-256} of the files a previous `new` wrote into `root` ({} if none)."""
+    path = root / MANIFEST
+    if not path.exists() and not path.is_symlink():
+        return {}
+    refuse = HmbuildError(f"{path} is not hmbuild's record of generated files, so nothing in {root} can be "
+                          "treated as hmbuild's; move it away or choose a new folder.")
+    if path.is_symlink() or not path.is_file():
+        raise refuse
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        raise refuse from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise refuse
+    return files
+
+
+def _manifest_text(tree: Path, files: list[str]) -> str:
+    hashes = {rel: _sha256(tree / rel) for rel in sorted(files)}
+    return json.dumps({"generator": "hmbuild new", "hmbuild_version": __version__, "files": hashes}, indent=1) + "\n"
+
+
+def _not_ours(root: Path, rel: str, owned: dict[str, str], tree: Path) -> bool:
+    """True when writing `rel` would replace or write through something hmbuild did not create.
+    A file already holding exactly the bytes `new` would write is no loss to replace (e.g.
+    napi_init.cpp after `hmbuild api` regenerated it from an unchanged api.toml)."""
+    cur = root
+    for part in Path(rel).parent.parts:
+        cur = cur / part
+        if cur.is_symlink() or (cur.exists() and not cur.is_dir()):
+            return True
+    dest = root / rel
+    if dest.is_symlink() or dest.is_dir():
+        return True
+    if not dest.exists():
+        return False
+    if rel == MANIFEST:
+        return False  # read_manifest has accepted it
+    return _sha256(dest) not in (owned.get(rel), _sha256(tree / rel))
+
+
+def _move_into(tree: Path, root: Path, files: list[str], backups: Path) -> None:
+    """Move the staged files into an existing folder one os.replace at a time; if one fails, put
+    back what was replaced and remove what was added, so the folder is as it was."""
+    journal: list[tuple[Path, Path | None]] = []
+    made_dirs: list[Path] = []
+    backups.mkdir()
+    try:
+        for i, rel in enumerate(files):
+            dest = root / rel
+            cur = root
+            for part in Path(rel).parent.parts:
+                cur = cur / part
+                if not cur.is_dir():
+                    cur.mkdir()
+                    made_dirs.append(cur)
+            kept = None
+            if dest.exists():
+                kept = backups / str(i)
+                os.replace(dest, kept)
+            journal.append((dest, kept))
+            os.replace(tree / rel, dest)
+    except OSError:
+        for dest, kept in reversed(journal):
+            try:
+                if kept is not None:
+                    os.replace(kept, dest)
+                else:
+                    dest.unlink(missing_ok=True)
+            except OSError:
+                pass
+        for d in reversed(made_dirs):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _render_project(tree: Path, context: dict, config_src: str | None) -> list[str]:
+    files = render_tree("project", tree, context)
+    files += vendor_runtime(tree)
+    # napi_init.cpp and Index.d.ts come from the project's api.toml and its vendored NAPI headers.
+    files += [f.path for f in write_project_api(tree, context["name"])]
+    if config_src is not None:
+        (tree / "hmbuild.toml").write_text(config_text(config_src, context["name"], context["description"]),
+                                           encoding="utf-8")
+    files = sorted(set(files))
+    (tree / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+    (tree / MANIFEST).write_text(_manifest_text(tree, files), encoding="utf-8")
+    return sorted(files + [MANIFEST])
+
+
+def new_project(directory: str | Path, name: str | None = None, config: str | Path | None = None,
+                description: str | None = None, force: bool = False) -> NewResult:
     """`config`: an hmbuild.toml (an example's) whose settings the project's hmbuild.toml takes; its
-    [project] name is the default name."""
-    root = Path(directory).expanduser().absolute()
+    [project] name and description are the defaults. `force`: add the project to a non-empty
+    folder, refreshing only files an earlier `new` wrote and nobody changed since."""
+    root = validate_folder(Path(os.path.abspath(Path(directory).expanduser())))
     config_src, config_settings = read_config(config) if config is not None else (None, {})
-    if name is None and isinstance(config_settings.get("project", {}).get("name"), str):
-        name = config_settings["project"]["name"]
+    project_cfg = config_settings.get("project", {})
+    if name is None and "name" in project_cfg:
+        name = project_cfg["name"]
     name = validate_name(name if name is not None else default_name(root))
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise HmbuildError(f"{root} already exists and is not empty; choose a new folder.")
+    if description is None and "description" in project_cfg:
+        description = project_cfg["description"]
+    description = validate_description(description) if description is not None else None
+    if root.exists() and not root.is_dir():
+        raise HmbuildError(f"{root} exists and is not a folder; choose a new folder.")
     if not root.parent.is_dir():
         raise HmbuildError(f"The parent folder {root.parent} does not exist; create it first.")
-    context = {"name": name, "hmbuild_version": __version__, "presets": plain_cmake_presets()}
-    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.hmbuild-new-", dir=root.parent))
+    non_empty = root.is_dir() and any(root.iterdir())
+    if non_empty and not force:
+        raise HmbuildError(f"{root} is not empty; choose a new folder, or pass --force to add hmbuild's files next "
+                           "to yours (files hmbuild did not write are never overwritten).")
+    owned = read_manifest(root) if non_empty else {}
+    context = {"name": name, "hmbuild_version": __version__, "presets": plain_cmake_presets(),
+               "description": description if description is not None else default_description(name)}
+    # Staged next to where the files go (same file system, so every move is a rename).
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.hmbuild-new-" if not non_empty else ".hmbuild-new-",
+                                    dir=root if non_empty else root.parent))
     try:
-        files = render_tree("project", staging, context)
-        files += vendor_runtime(staging)
-        # napi_init.cpp and Index.d.ts come from the project's api.toml and its vendored NAPI headers.
-        files += [f.path for f in write_project_api(staging, name)]
-        if config_src is not None:
-            (staging / "hmbuild.toml").write_text(config_text(config_src, name), encoding="utf-8")
-        if root.exists():
-            root.rmdir()  # empty, checked above
-        staging.rename(root)
+        tree = staging / "tree"
+        files = _render_project(tree, context, config_src)
+        if non_empty:
+            conflicts = [rel for rel in files if _not_ours(root, rel, owned, tree)]
+            if conflicts:
+                shown = ", ".join(conflicts[:3]) + (f" and {len(conflicts) - 3} more" if len(conflicts) > 3 else "")
+                raise HmbuildError(f"Nothing was written: {root} already has {shown}, which hmbuild did not write "
+                                   "or which changed since; move them away, or choose a new folder.")
+            _move_into(tree, root, files, staging / "replaced")
+        else:
+            if root.exists():
+                root.rmdir()  # empty, checked above
+            tree.rename(root)
     except jinja2.TemplateError as exc:
         raise HmbuildError(f"A project template failed to render ({exc}); this is a bug in hmbuild, please report it.") from None
     except OSError as exc:
@@ -167,4 +370,4 @@ def new_project(directory: str | Path, name: str | None = None, config: str | Pa
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    return NewResult(root=root, name=name, files=sorted(files))
+    return NewResult(root=root, name=name, files=files)
