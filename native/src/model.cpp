@@ -1,10 +1,19 @@
 #include "hmllm/model.h"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <tuple>
 
 namespace hmllm {
 namespace {
+
+// "[64, 300]": every dimension the file declares, so a stray third one shows.
+std::string shape_of(const GgufTensorInfo& t) {
+    std::string s = "[";
+    for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+    return s + "]";
+}
 
 struct Binder {
     const GgufFile& gguf;
@@ -28,9 +37,8 @@ struct Binder {
         const GgufTensorInfo* t = find(name, required);
         if (!t) return m;
         if (t->ne[0] != n_cols || t->ne[1] != n_rows || t->ne[2] != 1 || t->ne[3] != 1) {
-            fail(ErrorCode::InvalidModel, "tensor " + name + " has shape [" + std::to_string(t->ne[0]) + ", " +
-                                              std::to_string(t->ne[1]) + "], expected [" + std::to_string(n_cols) +
-                                              ", " + std::to_string(n_rows) + "]");
+            fail(ErrorCode::InvalidModel, "tensor " + name + " has shape " + shape_of(*t) + ", expected [" +
+                                              std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
             return m;
         }
         if (!kernel_supported(t->type)) {
@@ -54,7 +62,8 @@ struct Binder {
     const float* vector(const std::string& name, int64_t n, bool required = true) {
         const GgufTensorInfo* t = find(name, required);
         if (!t) return nullptr;
-        if (t->type != static_cast<uint32_t>(GgmlType::F32) || t->ne[0] != n || t->ne[1] != 1) {
+        if (t->type != static_cast<uint32_t>(GgmlType::F32) || t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 ||
+            t->ne[3] != 1) {
             fail(ErrorCode::UnsupportedModel, "tensor " + name + " must be an F32 vector of " + std::to_string(n));
             return nullptr;
         }
@@ -63,11 +72,43 @@ struct Binder {
     }
 };
 
-bool get_int(const GgufFile& g, const std::string& key, int* out) {
-    uint32_t v;
-    if (!g.get_u32(key, &v)) return false;
+// Reads one integer hyper-parameter into *out. An absent optional key keeps the default; a
+// present one must be an integer in [lo, hi], and the error names the key, so a forged value
+// never reaches an allocation size or a loop bound.
+Status read_param(const GgufFile& g, const std::string& key, int64_t lo, int64_t hi, bool required, int* out) {
+    const std::string& path = g.mapping().path();
+    uint32_t type;
+    if (!g.get_value_type(key, &type)) {
+        if (!required) return Status{};
+        return Status::error(ErrorCode::InvalidModel, path + " lacks the required key " + key);
+    }
+    int64_t v;
+    if (!g.get_i64(key, &v))
+        return Status::error(ErrorCode::InvalidModel, path + ": " + key + " must be an integer from " +
+                                                          std::to_string(lo) + " to " + std::to_string(hi));
+    if (v < lo || v > hi)
+        return Status::error(ErrorCode::InvalidModel, path + ": " + key + " is " + std::to_string(v) + ", outside " +
+                                                          std::to_string(lo) + " to " + std::to_string(hi));
     *out = static_cast<int>(v);
-    return true;
+    return Status{};
+}
+
+std::string shortest(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+    return buf;
+}
+
+// The float counterpart: absent keeps the default; present must be a finite number in [lo, hi].
+Status read_float_param(const GgufFile& g, const std::string& key, float lo, float hi, float* out) {
+    uint32_t type;
+    if (!g.get_value_type(key, &type)) return Status{};
+    float v;
+    if (!g.get_f32(key, &v) || !std::isfinite(v) || v < lo || v > hi)
+        return Status::error(ErrorCode::InvalidModel, g.mapping().path() + ": " + key + " must be a number from " +
+                                                          shortest(lo) + " to " + shortest(hi));
+    *out = v;
+    return Status{};
 }
 
 }  // namespace
@@ -83,25 +124,33 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
     else if (a.empty()) return Status::error(ErrorCode::InvalidModel, path + " has no general.architecture");
     else return Status::error(ErrorCode::UnsupportedModel, path + " is a '" + a + "' model; supported: llama, qwen2, gemma3");
 
-    if (!get_int(gguf, a + ".block_count", &c.n_layers) || !get_int(gguf, a + ".embedding_length", &c.d_model) ||
-        !get_int(gguf, a + ".attention.head_count", &c.n_heads) || !get_int(gguf, a + ".feed_forward_length", &c.d_ff))
-        return Status::error(ErrorCode::InvalidModel, path + " lacks " + a + ".block_count, embedding_length, "
-                                                          "attention.head_count or feed_forward_length");
-    if (c.n_layers <= 0 || c.n_layers > 1024 || c.d_model <= 0 || c.n_heads <= 0 || c.d_ff <= 0 || c.d_model > 65536 ||
-        c.d_ff > 1 << 20)
-        return Status::error(ErrorCode::InvalidModel, path + " has implausible hyper-parameters");
+    constexpr int64_t kIntMax = 0x7fffffff;
+    Status st;
+    for (const auto& [key, lo, hi, out] : {std::tuple{".block_count", 1, 1024, &c.n_layers},
+                                           std::tuple{".embedding_length", 1, 65536, &c.d_model},
+                                           std::tuple{".attention.head_count", 1, 1024, &c.n_heads},
+                                           std::tuple{".feed_forward_length", 1, 1 << 20, &c.d_ff}}) {
+        if (!(st = read_param(gguf, a + key, lo, hi, true, out)).ok()) return st;
+    }
     c.n_kv_heads = c.n_heads;
-    get_int(gguf, a + ".attention.head_count_kv", &c.n_kv_heads);
     c.head_dim = c.d_model / c.n_heads;
-    get_int(gguf, a + ".attention.key_length", &c.head_dim);
-    int v_dim = c.head_dim;
-    get_int(gguf, a + ".attention.value_length", &v_dim);
+    int v_dim = 0;
+    if (!(st = read_param(gguf, a + ".attention.head_count_kv", 1, c.n_heads, false, &c.n_kv_heads)).ok() ||
+        !(st = read_param(gguf, a + ".attention.key_length", 1, 1024, false, &c.head_dim)).ok())
+        return st;
+    v_dim = c.head_dim;
+    if (!(st = read_param(gguf, a + ".attention.value_length", 1, 1024, false, &v_dim)).ok()) return st;
     if (c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0 || c.head_dim <= 0 || c.head_dim % 2 != 0 ||
         v_dim != c.head_dim || c.head_dim > 1024)
-        return Status::error(ErrorCode::UnsupportedModel, path + " has an attention layout this runtime does not support");
+        return Status::error(ErrorCode::UnsupportedModel,
+                             path + " has " + std::to_string(c.n_heads) + " attention heads, " +
+                                 std::to_string(c.n_kv_heads) + " KV heads, key length " + std::to_string(c.head_dim) +
+                                 " and value length " + std::to_string(v_dim) +
+                                 ", an attention layout this runtime does not support (heads must be a multiple of "
+                                 "KV heads, and the key length even and equal to the value length)");
     c.ctx_train = 2048;
-    get_int(gguf, a + ".context_length", &c.ctx_train);
-    gguf.get_f32(a + ".attention.layer_norm_rms_epsilon", &c.rms_eps);
+    if (!(st = read_param(gguf, a + ".context_length", 1, kIntMax, false, &c.ctx_train)).ok()) return st;
+    if (!(st = read_float_param(gguf, a + ".attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &c.rms_eps)).ok()) return st;
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
     switch (c.arch) {
@@ -121,10 +170,11 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
             c.rope_base = 1000000.0f;
             c.rope_base_local = 10000.0f;  // fixed by the architecture, not stored in the file
             c.sliding_window = 512;
-            get_int(gguf, a + ".attention.sliding_window", &c.sliding_window);
+            if (!(st = read_param(gguf, a + ".attention.sliding_window", 1, kIntMax, false, &c.sliding_window)).ok())
+                return st;
             break;
     }
-    gguf.get_f32(a + ".rope.freq_base", &c.rope_base);
+    if (!(st = read_float_param(gguf, a + ".rope.freq_base", 1.0f, 1e12f, &c.rope_base)).ok()) return st;
 
     Binder b{gguf, Status{}};
     const GgufTensorInfo* emb = b.find("token_embd.weight", true);

@@ -14,7 +14,14 @@ Status Session::open(const std::string& model_path, const SessionOptions& option
     st = load_model(s->model_, &s->config_, &s->weights_);
     if (!st.ok()) return st;
     st = Tokenizer::load(s->model_, &s->tokenizer_);
-    if (!st.ok()) return st;
+    if (!st.ok()) return Status::error(st.code, model_path + ": " + st.message);
+    // Token ids index the embedding rows and logits index the vocabulary: both must agree, or a
+    // token would read past its tensor.
+    if (s->tokenizer_.n_vocab() != s->config_.n_vocab)
+        return Status::error(ErrorCode::InvalidModel, model_path + ": the vocabulary has " +
+                                                          std::to_string(s->tokenizer_.n_vocab()) +
+                                                          " tokens but token_embd.weight has " +
+                                                          std::to_string(s->config_.n_vocab) + " rows");
     s->options_ = options;
     // Threads = big cores (4 when unknown), owned by the engine's pool, pinned to the big cores
     // and given a raised priority where the system allows it.
