@@ -12,6 +12,9 @@ command -v g++ >/dev/null || need+=(g++)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v git >/dev/null || need+=(git)
+# scripts/fuzz.py and tests/test_fuzz.py: clang-19 with libFuzzer and the sanitizer runtimes.
+command -v clang++-19 >/dev/null || need+=(clang-19)
+dpkg -s libclang-rt-19-dev >/dev/null 2>&1 || need+=(libclang-rt-19-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${need[*]}" >&2

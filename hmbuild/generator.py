@@ -178,7 +178,7 @@ def vendor_runtime(project_root: Path) -> list[str]:
     dest = project_root / RUNTIME_SUBDIR
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(native_dir(), dest, ignore=shutil.ignore_patterns("build", "*.o", "__pycache__"))
+    shutil.copytree(native_dir(), dest, ignore=shutil.ignore_patterns("build", "*.o", "__pycache__", "fuzz"))
     return [p.relative_to(project_root).as_posix() for p in sorted(dest.rglob("*")) if p.is_file()]
 
 

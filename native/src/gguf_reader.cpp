@@ -573,6 +573,19 @@ Status GgufFile::open(const std::string& path, GgufFile* out) {
     return Status{};
 }
 
+Status GgufFile::open_memory(const uint8_t* data, size_t size, const std::string& name,
+                             GgufFile* out) {
+    if (data == nullptr || size == 0) {
+        return Status::error(ErrorCode::InvalidModel, name + " is empty");
+    }
+    GgufFile file;
+    file.map_ = MappedFile::borrow(data, size, name);
+    Status st = GgufParser(name, &file).parse();
+    if (!st.ok()) return st;
+    *out = std::move(file);
+    return Status{};
+}
+
 const GgufFile::KeyValue* GgufFile::find_kv(std::string_view key) const {
     auto it = kv_index_.find(key);
     return it == kv_index_.end() ? nullptr : &kvs_[it->second];

@@ -32,9 +32,13 @@ size_t page_size() {
 MappedFile::~MappedFile() { close(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+    : path_(std::move(other.path_)),
+      data_(other.data_),
+      size_(other.size_),
+      mapped_(other.mapped_) {
     other.data_ = nullptr;
     other.size_ = 0;
+    other.mapped_ = false;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -43,8 +47,10 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
         path_ = std::move(other.path_);
         data_ = other.data_;
         size_ = other.size_;
+        mapped_ = other.mapped_;
         other.data_ = nullptr;
         other.size_ = 0;
+        other.mapped_ = false;
     }
     return *this;
 }
@@ -95,11 +101,20 @@ Status MappedFile::open(const std::string& path, MappedFile* out) {
     out->path_ = path;
     out->data_ = static_cast<const uint8_t*>(addr);
     out->size_ = size;
+    out->mapped_ = true;
     return Status{};
 }
 
+MappedFile MappedFile::borrow(const uint8_t* data, size_t size, std::string name) {
+    MappedFile m;
+    m.path_ = std::move(name);
+    m.data_ = data;
+    m.size_ = size;
+    return m;
+}
+
 void MappedFile::advise_sequential() {
-    if (data_ == nullptr) return;
+    if (data_ == nullptr || !mapped_) return;
     (void)::madvise(const_cast<uint8_t*>(data_), size_, MADV_SEQUENTIAL);
 }
 
@@ -120,9 +135,10 @@ size_t MappedFile::prefault() {
 
 void MappedFile::close() {
     if (data_ == nullptr) return;
-    ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = nullptr;
     size_ = 0;
+    mapped_ = false;
 }
 
 }  // namespace hmllm

@@ -106,6 +106,10 @@ public:
     // gives InvalidModel, a well-formed one using unsupported features UnsupportedModel; I/O
     // failures come from MappedFile::open. On failure *out is left unchanged.
     static Status open(const std::string& path, GgufFile* out);
+    // The same checks over bytes already in memory, viewed in place: they must stay alive and
+    // unchanged while this GgufFile is used. `name` stands for the file in messages.
+    static Status open_memory(const uint8_t* data, size_t size, const std::string& name,
+                              GgufFile* out);
 
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }

@@ -26,6 +26,11 @@ public:
     //   the address space cannot hold the mapping               -> OutOfMemory
     static Status open(const std::string& path, MappedFile* out);
 
+    // Views bytes the caller already holds (a buffer handed over by an app, a fuzzer's input)
+    // without copying; `name` stands for the file in messages. The bytes must stay alive and
+    // unchanged while this object is open; close() forgets them instead of unmapping.
+    static MappedFile borrow(const uint8_t* data, size_t size, std::string name);
+
     const uint8_t* data() const { return data_; }
     size_t size() const { return size_; }
     const std::string& path() const { return path_; }
@@ -45,6 +50,7 @@ private:
     std::string path_;
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
+    bool mapped_ = false;  // false for borrowed bytes: nothing to unmap or advise
 };
 
 }  // namespace hmllm
