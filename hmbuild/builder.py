@@ -34,7 +34,7 @@ class BuildResult:
     library: Path
     build_dir: Path
     up_to_date: bool  # nothing was rebuilt
-    sanitize: bool = False  # built with AddressSanitizer + UBSan
+    sanitize: str | None = None  # address | undefined | thread, or None
 
     def to_json(self) -> dict:
         return {
@@ -115,13 +115,22 @@ def _write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-SANITIZE_FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+# One sanitizer per build: ASan and TSan cannot share a process, and UBSan alone keeps its run
+# fast. -fno-sanitize-recover makes any undefined behaviour fail the test that hit it.
+SANITIZE_FLAGS = {
+    "address": "-fsanitize=address -fno-omit-frame-pointer",
+    "undefined": "-fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer",
+    "thread": "-fsanitize=thread -fno-omit-frame-pointer",
+}
+SANITIZERS = tuple(SANITIZE_FLAGS)
 
 
 def build(project: Project, target: Target, build_type: str, verbose: bool = False,
-          sanitize: bool = False) -> BuildResult:
+          sanitize: str | None = None) -> BuildResult:
     regenerate_if_stale(project)  # an edited api.toml reaches napi_init.cpp and Index.d.ts before compiling
     target.require_buildable()
+    if sanitize is not None and sanitize not in SANITIZE_FLAGS:
+        raise HmbuildError(f"Unknown sanitizer '{sanitize}'; use one of: {', '.join(SANITIZERS)}.")
     if sanitize and target.name != "host":
         raise HmbuildError("--sanitize works for the host target only (the sanitizer runtimes must load into the "
                            "host Node.js); use --target host.")
@@ -147,8 +156,9 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
     if headers:
         cmake_args.append(f"-DNODE_API_HEADERS_DIR={headers}")
     if sanitize:
-        cmake_args += [f"-DCMAKE_CXX_FLAGS={SANITIZE_FLAGS}", f"-DCMAKE_EXE_LINKER_FLAGS={SANITIZE_FLAGS}",
-                       f"-DCMAKE_SHARED_LINKER_FLAGS={SANITIZE_FLAGS}"]
+        flags = SANITIZE_FLAGS[sanitize]
+        cmake_args += [f"-DCMAKE_CXX_FLAGS={flags}", f"-DCMAKE_EXE_LINKER_FLAGS={flags}",
+                       f"-DCMAKE_SHARED_LINKER_FLAGS={flags}"]
     conanfile = project.root / "conanfile.py"
     stamp_text = "\n".join([__version__, profile_text, conanfile.read_text(encoding="utf-8"), *cmake_args])
     stamp_hash = hashlib.sha256(stamp_text.encode()).hexdigest()

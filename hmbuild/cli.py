@@ -114,7 +114,9 @@ def build_cmd(ctx, target_flag, build_type_flag, as_json, verbose):
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
 @click.option("--model", "model_flag", type=click.Path(dir_okay=False, path_type=Path),
               help="Model file for the tests that run a real model (default: the cached Gemma 3 270M, fetched on first use).")
-@click.option("--sanitize", is_flag=True, help="Build with AddressSanitizer + UBSan (host) and run the same suites.")
+@click.option("--sanitize", type=click.Choice(["address", "undefined", "thread"]),
+              help="Build the host library and tests with this sanitizer and run the same suites "
+                   "(thread: native suites only, as the system Node.js is not built with TSan).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
 @click.pass_context
@@ -139,7 +141,9 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
         where = f" under qemu -cpu {report.cpu}" if report.cpu else ""
         for suite in report.suites:
             click.echo(f"{suite.name}: {suite.passed} passed, {suite.failed} failed")
-        click.echo(f"{target.name}{where}:")
+        for skip in report.skipped:
+            click.echo(f"{skip['suite']}: skipped ({skip['reason']})")
+        click.echo(f"{target.name}{where}" + (f" with --sanitize {report.sanitize}" if report.sanitize else "") + ":")
         click.echo(f"{report.passed} passed, {report.failed} failed")
     if report.failed:
         ctx.exit(1)

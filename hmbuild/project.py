@@ -27,8 +27,9 @@ class Project:
     def cpp_dir(self) -> Path:
         return self.root / "src" / "main" / "cpp"
 
-    def build_dir(self, target: str, build_type: str, sanitize: bool = False) -> Path:
-        return self.root / "build" / f"{target}-{build_type.lower()}{'-asan' if sanitize else ''}"
+    def build_dir(self, target: str, build_type: str, sanitize: str | None = None) -> Path:
+        # Each sanitizer has its own folder (host-debug-address), so switching never rebuilds another's.
+        return self.root / "build" / f"{target}-{build_type.lower()}{'-' + sanitize if sanitize else ''}"
 
     def setting(self, section: str, key: str, flag_value=None, env: str | None = None, default=None):
         """One setting, resolved flag > HMBUILD_<env> > hmbuild.toml [section] key > default."""

@@ -54,17 +54,63 @@ def test_host_tests_pass(project):
     assert failed == 0 and passed >= 100
 
 
-def test_host_suites_pass_with_address_sanitizer(project):
-    """The same native and NAPI suites with ASan + UBSan: the runtimes are preloaded into Node."""
-    proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "--json")
+def native_cases(report):
+    """The native (ctest) suite of a JSON test report."""
+    return next(s for s in report["suites"] if s["name"] == "native (ctest)")
+
+
+@pytest.mark.parametrize("sanitizer", ["address", "undefined"])
+def test_host_suites_pass_under_a_sanitizer(project, sanitizer):
+    """The same native and NAPI suites with ASan or UBSan (the runtime preloaded into Node), each in
+    its own build folder; any report fails the run."""
+    proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", sanitizer, "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
+    assert report["sanitize"] == sanitizer and report["skipped"] == []
     assert report["failed"] == 0 and report["passed"] >= 100
-    assert (project / "build" / "host-release-asan" / "libdemo.so").is_file()
+    assert any(s["name"].startswith("napi") and s["passed"] > 0 for s in report["suites"])
+    assert (project / "build" / f"host-release-{sanitizer}" / "libdemo.so").is_file()
+
+
+def test_thread_sanitizer_runs_the_native_suites_and_says_the_napi_suite_is_skipped(project):
+    proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "thread", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["failed"] == 0 and native_cases(report)["passed"] >= 100
+    assert not any(s["name"].startswith("napi") for s in report["suites"])
+    assert [s["suite"] for s in report["skipped"]] == ["napi"]
+    assert "ThreadSanitizer" in report["skipped"][0]["reason"]
+
+
+def test_a_sanitizer_report_fails_the_run(project):
+    """A native test with a heap overflow passes without ASan (the read lands in the allocator's
+    padding) but fails under it; the project's address build is reused, the file removed after."""
+    bad = project / "src/main/cpp/hmllm/tests/test_overflow.cpp"
+    bad.write_text(
+        '#include <vector>\n#include "test_main.h"\n'
+        "TEST_CASE(reads_one_past_the_end) {\n"
+        "    auto* v = new std::vector<int>(4, 1);\n"
+        "    volatile int* p = v->data();\n"
+        "    CHECK(p[4] != 12345);\n"
+        "    delete v;\n}\n")
+    try:
+        proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "address", "--json")
+    finally:
+        bad.unlink()
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["ok"] is False
+    assert any("hmllm.overflow" in f for s in report["suites"] for f in s["failures"])
+    assert "heap-buffer-overflow" in proc.stderr
+
+
+def test_sanitize_needs_one_of_the_known_sanitizers(project):
+    proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "memory")
+    assert proc.returncode != 0 and "memory" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_sanitize_is_refused_for_cross_targets(project):
-    proc = run_hmbuild("-C", str(project), "test", "--target", "linux-arm64", "--sanitize")
+    proc = run_hmbuild("-C", str(project), "test", "--target", "linux-arm64", "--sanitize", "address")
     assert proc.returncode != 0 and "host target only" in proc.stderr and "Traceback" not in proc.stderr
 
 

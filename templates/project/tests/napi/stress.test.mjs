@@ -92,7 +92,8 @@ test(`${ROUNDS} rounds of ${PER_ROUND} mixed calls: all settle, BUSY only past t
       rss.map((b) => Math.round(b / 1048576)).join(' '));
     assert.ok(counts.ok > 0, 'nothing was answered');
     assert.ok((codes.BUSY ?? 0) > 0, 'the queue bound was never reached');
-    if (rss.length >= 4) {
+    // Under ASan freed memory sits in its quarantine (up to 256 MB) by design: RSS says nothing there.
+    if (rss.length >= 4 && process.env.HMBUILD_SANITIZE !== 'address') {
       // Plateau: the early cycles' largest RSS; the last cycles must not climb past it by more
       // than allocator noise.
       const plateau = Math.max(...rss.slice(1, 3));
