@@ -313,7 +313,7 @@ def _render_project(tree: Path, context: dict, config_src: str | None) -> list[s
     # napi_init.cpp and Index.d.ts come from the project's api.toml and its vendored NAPI headers.
     files += [f.path for f in write_project_api(tree, context["name"])]
     if config_src is not None:
-        (tree / "hmbuild.toml").write_text(config_text(config_src, context["name"], context["description"]),
+        (tree / "hmbuild.toml").write_text(config_text(config_src, context["name"], context["typed_description"]),
                                            encoding="utf-8")
     files = sorted(set(files))
     (tree / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
@@ -345,7 +345,9 @@ def new_project(directory: str | Path, name: str | None = None, config: str | Pa
                            "to yours (files hmbuild did not write are never overwritten).")
     owned = read_manifest(root) if non_empty else {}
     context = {"name": name, "hmbuild_version": __version__, "presets": plain_cmake_presets(),
-               "description": description if description is not None else default_description(name)}
+               "description": description if description is not None else default_description(name),
+               # hmbuild.toml from a --config keeps the config's own description, or none.
+               "typed_description": description}
     # Staged next to where the files go (same file system, so every move is a rename).
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.hmbuild-new-" if not non_empty else ".hmbuild-new-",
                                     dir=root if non_empty else root.parent))
