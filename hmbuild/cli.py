@@ -68,13 +68,16 @@ def cli(ctx: click.Context, directory: Path):
 @click.option("--description", help="One line of free text for oh-package.json5, hmbuild.toml, CMake and Conan.")
 @click.option("--force", is_flag=True, help="Add the project to a non-empty folder: refresh files an earlier `new` "
                                             "wrote, never overwrite anyone else's.")
-def new(directory: Path, name: str | None, config: Path | None, description: str | None, force: bool):
+@click.option("--ci", "ci", type=click.Choice(["github", "gitlab", "none"]),
+              help="The CI definition to write: .github/workflows/ci.yml or .gitlab-ci.yml (default: github).")
+def new(directory: Path, name: str | None, config: Path | None, description: str | None, force: bool,
+        ci: str | None):
     """Create a project in DIRECTORY from hmbuild's templates."""
     import shlex
 
     from hmbuild.generator import new_project
 
-    result = new_project(directory, name, config=config, description=description, force=force)
+    result = new_project(directory, name, config=config, description=description, force=force, ci=ci)
     click.echo(f"Created {result.name} in {result.root} ({len(result.files)} files).")
     where = shlex.quote(str(directory))  # the user pastes this line into a shell
     click.echo(f"Next: hmbuild -C {where} build --target linux-arm64 && hmbuild -C {where} test --target linux-arm64")

@@ -31,6 +31,7 @@ import tomlkit.exceptions
 
 from hmbuild import __version__
 from hmbuild.api_schema import write_project_api
+from hmbuild.ci import PROVIDERS, ci_files
 from hmbuild.errors import HmbuildError
 from hmbuild.resources import native_dir, templates_dir
 from hmbuild.targets import plain_cmake_presets
@@ -200,7 +201,7 @@ def read_config(path: str | Path) -> tuple[str, dict]:
     return text, settings
 
 
-def config_text(text: str, name: str, description: str | None = None) -> str:
+def config_text(text: str, name: str, description: str | None = None, ci: str | None = None) -> str:
     """The config's text (comments kept) with [project] name, hmbuild_version and (when given)
     description set; the rest of the settings are copied as they are. tomlkit writes the values,
     so whatever they hold comes back as the same string."""
@@ -215,6 +216,8 @@ def config_text(text: str, name: str, description: str | None = None) -> str:
     project["hmbuild_version"] = __version__
     if description is not None:
         project["description"] = description
+    if ci is not None:
+        project["ci"] = ci
     return tomlkit.dumps(doc)
 
 
@@ -310,10 +313,15 @@ def _move_into(tree: Path, root: Path, files: list[str], backups: Path) -> None:
 def _render_project(tree: Path, context: dict, config_src: str | None) -> list[str]:
     files = render_tree("project", tree, context)
     files += vendor_runtime(tree)
+    for rel, text in ci_files(context).items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text, encoding="utf-8")
+        files.append(rel)
     # napi_init.cpp and Index.d.ts come from the project's api.toml and its vendored NAPI headers.
     files += [f.path for f in write_project_api(tree, context["name"])]
     if config_src is not None:
-        (tree / "hmbuild.toml").write_text(config_text(config_src, context["name"], context["typed_description"]),
+        (tree / "hmbuild.toml").write_text(config_text(config_src, context["name"], context["typed_description"],
+                                                             context["ci"]),
                                            encoding="utf-8")
     files = sorted(set(files))
     (tree / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
@@ -322,7 +330,7 @@ def _render_project(tree: Path, context: dict, config_src: str | None) -> list[s
 
 
 def new_project(directory: str | Path, name: str | None = None, config: str | Path | None = None,
-                description: str | None = None, force: bool = False) -> NewResult:
+                description: str | None = None, force: bool = False, ci: str | None = None) -> NewResult:
     """`config`: an hmbuild.toml (an example's) whose settings the project's hmbuild.toml takes; its
     [project] name and description are the defaults. `force`: add the project to a non-empty
     folder, refreshing only files an earlier `new` wrote and nobody changed since."""
@@ -335,6 +343,10 @@ def new_project(directory: str | Path, name: str | None = None, config: str | Pa
     if description is None and "description" in project_cfg:
         description = project_cfg["description"]
     description = validate_description(description) if description is not None else None
+    if ci is None:
+        ci = project_cfg.get("ci", "github")
+    if ci not in PROVIDERS:
+        raise HmbuildError(f"Unknown CI provider {_shown(str(ci))}; use one of: {', '.join(PROVIDERS)}.")
     if root.exists() and not root.is_dir():
         raise HmbuildError(f"{root} exists and is not a folder; choose a new folder.")
     if not root.parent.is_dir():
@@ -347,7 +359,7 @@ def new_project(directory: str | Path, name: str | None = None, config: str | Pa
     context = {"name": name, "hmbuild_version": __version__, "presets": plain_cmake_presets(),
                "description": description if description is not None else default_description(name),
                # hmbuild.toml from a --config keeps the config's own description, or none.
-               "typed_description": description}
+               "typed_description": description, "ci": ci}
     # Staged next to where the files go (same file system, so every move is a rename).
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.hmbuild-new-" if not non_empty else ".hmbuild-new-",
                                     dir=root if non_empty else root.parent))

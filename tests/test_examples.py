@@ -44,6 +44,8 @@ def test_new_with_config_copies_the_settings_and_keeps_the_comments(tmp_path):
     want = example_settings()
     assert got["project"]["name"] == "notes_assistant"
     got["project"].pop("hmbuild_version"), want["project"].pop("hmbuild_version")
+    assert got["project"].pop("ci") == "github"  # the answer `new` records (no --ci: GitHub Actions)
+    want["project"].pop("ci", None)
     assert got == want
     assert "# examples/notes-assistant" in text
     assert (root / "src/main/cpp/types/libnotes_assistant/Index.d.ts").is_file()
