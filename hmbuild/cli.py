@@ -376,7 +376,7 @@ def api_cmd(ctx, check, as_json):
 @click.option("--scheme", type=click.Choice(["int4-g128", "int4-g64", "int4-g32"]), default="int4-g128",
               show_default=True, help="INT4 group size of the 4-bit tensors (Q/K/V stay Q8_0, norms F32).")
 @click.option("--keep", "keep", multiple=True, metavar="TYPE:PATTERN,...",
-              help="Per-tensor type override, TYPE one of f32, f16, q8_0, int4-g32, int4-g64, int4-g128, "
+              help="Per-tensor type override, TYPE one of f32, f16, q8_0, int4-g32, int4-g64, int4-g128, source (as it is), "
                    "PATTERN an fnmatch pattern on tensor names; the last matching rule wins.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def quantize_cmd(input_path, output_path, scheme, keep, as_json):

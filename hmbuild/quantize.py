@@ -4,8 +4,10 @@ Default mixed precision (the field report's choice): the attention Q/K/V project
 (Q8_0), norms and every 1-D tensor stay F32, every other matrix (token embedding, which Gemma
 also uses as its output, attn_output, the FFN, output) becomes HM_Q4_G<G>. A matrix whose shape
 the INT4 format cannot hold (n_rows % 4, n_cols % G) falls back to Q8_0, or to a float type when
-n_cols % 32 != 0 too; the result names each fallback. `--keep TYPE:PATTERN` rules (fnmatch on
-tensor names, the last matching rule wins) override the default per tensor.
+n_cols % 32 != 0 too; the result names each fallback. A source tensor already narrower than its
+default type (a Q5_0 Q/K/V of a Q4_K_M file) is copied as it is, never widened. `--keep TYPE:PATTERN` rules (fnmatch on
+tensor names, the last matching rule wins) override the default per tensor; TYPE `source` keeps a
+tensor as it is.
 
 Sources are dequantized with the gguf package (gguf.quants.dequantize; HM_Q4 through
 hmbuild.int4_format) and written with gguf.GGUFWriter to a temporary file next to the output,
@@ -34,8 +36,11 @@ from hmbuild.int4_format import dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_cod
 SCHEMES = {"int4-g128": 128, "int4-g64": 64, "int4-g32": 32}
 F32, F16, BF16, Q8_0 = 0, 1, 30, 8
 # --keep TYPE names -> GGML type ids
+# `source` copies the tensor bit for bit in the type it has (re-quantizing an already-quantized
+# tensor only adds error: this is how a tensor is left alone).
+SOURCE = -1
 KEEP_TYPES = {"f32": F32, "f16": F16, "q8_0": Q8_0, "int4-g32": HM_TYPES[32], "int4-g64": HM_TYPES[64],
-              "int4-g128": HM_TYPES[128]}
+              "int4-g128": HM_TYPES[128], "source": SOURCE}
 # Source types this command reads: what gguf.quants.dequantize handles among the float and
 # classic/K quant types, plus the project's own INT4.
 READABLE = {0: "F32", 1: "F16", 30: "BF16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
@@ -54,6 +59,18 @@ def type_name(type_id: int) -> str:
         return gguf.GGMLQuantizationType(type_id).name
     except ValueError:
         return f"type {type_id}"
+
+
+# Source types the engine runs as they are (native/include/hmllm/kernels.h kernel_supported).
+ENGINE_TYPES = {F32, F16, 2, 6, Q8_0, 12, 14, *HM_NAMES}
+
+
+def bits_per_weight(type_id: int) -> float:
+    import gguf
+
+    register_with_gguf()
+    block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(type_id)]
+    return size * 8 / block
 
 
 def type_nbytes(type_id: int, n_rows: int, n_cols: int) -> int:
@@ -189,6 +206,8 @@ def _default_type(name: str, shape: tuple[int, ...], group: int) -> int:
 def _fit(t: TensorPlan, wanted: int) -> tuple[int, str | None]:
     """The type t gets when `wanted` is asked for, and the reason when that is a fallback."""
     float_fallback = F32 if t.source_type == F32 else F16
+    if wanted == SOURCE:
+        return t.source_type, None
     if len(t.shape) == 1:
         if wanted in (F32, F16):
             return wanted, None
@@ -230,7 +249,13 @@ def plan_tensors(reader, group: int, rules: list[KeepRule]) -> list[TensorPlan]:
             if fnmatch.fnmatchcase(t.name, r.pattern):
                 used[i] = True
                 t.wanted, t.rule = r.type_id, f"--keep {r.text}"
+        if (t.rule == "default" and len(t.shape) > 1 and t.source_type in ENGINE_TYPES
+                and t.source_type not in (F32, F16) and bits_per_weight(t.source_type) < bits_per_weight(t.wanted)):
+            # Never widen: a Q5_0 Q/K/V matrix made Q8_0 is larger and holds the same values.
+            t.wanted, t.rule = SOURCE, f"default (already {bits_per_weight(t.source_type):g} bits per weight)"
         t.type, t.reason = _fit(t, t.wanted)
+        if t.wanted == SOURCE:
+            t.wanted = t.type
         t.nbytes = type_nbytes(t.type, t.n_rows, t.n_cols)
     unused = [r.text for r, u in zip(rules, used) if not u]
     if unused:

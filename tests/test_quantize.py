@@ -62,7 +62,7 @@ def rel_rms(a, b) -> float:
 
 @pytest.mark.parametrize("scheme,group", [("int4-g128", 128), ("int4-g64", 64), ("int4-g32", 32)])
 def test_default_mixed_precision(tmp_path, scheme, group):
-    cfg, W, src = tiny(tmp_path, "gemma3", Q.Q4_K)
+    cfg, W, src = tiny(tmp_path, "gemma3", Q.F16)
     out = tmp_path / "out.gguf"
     r = quantize_model(src, out, scheme=scheme)
     types = read_types(out)
@@ -78,6 +78,24 @@ def test_default_mixed_precision(tmp_path, scheme, group):
     assert r.counts() == {hm: 1 + 4 * cfg.n_layers, "Q8_0": 3 * cfg.n_layers, "F32": sum(w.ndim == 1 for w in W.values())}
     assert not r.fallbacks
     assert r.output_bytes == out.stat().st_size and r.input_bytes == src.stat().st_size
+
+
+def test_a_narrower_source_is_never_widened(tmp_path):
+    """Q/K/V default to Q8_0, but a Q5_0 source stays Q5_0, bit for bit (same values, fewer bytes);
+    a Q8_0 source stays Q8_0; the 4-bit scheme still re-quantizes the wider Q5_0 FFN."""
+    cfg, W, src = tiny(tmp_path, "gemma3", Q.Q5_0)
+    out = tmp_path / "out.gguf"
+    r = quantize_model(src, out, scheme="int4-g128")
+    types = read_types(out)
+    assert types["blk.0.attn_q.weight"] == "Q5_0" and types["blk.0.ffn_up.weight"] == "HM_Q4_G128"
+    plan = {t.name: t for t in r.tensors}
+    assert "already 5.5 bits per weight" in plan["blk.0.attn_k.weight"].rule
+    src_t = {t.name: t for t in gguf.GGUFReader(str(src)).tensors}
+    out_t = {t.name: t for t in gguf.GGUFReader(str(out)).tensors}
+    assert bytes(out_t["blk.0.attn_v.weight"].data) == bytes(src_t["blk.0.attn_v.weight"].data)
+    # An explicit --keep still decides: the user asked for Q8_0.
+    r = quantize_model(src, out, scheme="int4-g128", keep=["q8_0:blk.*.attn_q.weight"])
+    assert read_types(out)["blk.0.attn_q.weight"] == "Q8_0"
 
 
 def test_llama_output_matrix_is_int4_too(tmp_path):
@@ -232,7 +250,8 @@ def test_cli_json_and_text_report(tmp_path):
     assert proc.returncode == 0, proc.stderr
     j = json.loads(proc.stdout)
     assert j["ok"] is True and j["output_bytes"] == out.stat().st_size and j["input_bytes"] == src.stat().st_size
-    assert j["tensors"]["HM_Q4_G64"] == 25 and j["tensors"]["Q8_0"] == 18
+    # Q/K/V stay Q6_K: narrower than the Q8_0 the default asks for, and never widened
+    assert j["tensors"]["HM_Q4_G64"] == 25 and j["tensors"]["Q6_K"] == 18
     assert j["input_tensors"]["Q6_K"] == 43
     assert sum(j["bytes_by_type"].values()) <= j["output_bytes"]
     assert only_model_files(tmp_path) == sorted([src.name, out.name])
