@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from hmbuild.builder import BuildResult
-from hmbuild.errors import HmbuildError
+from hmbuild.errors import HmbuildError, exit_reason
 from hmbuild.project import Project
 from hmbuild.runners import _test_env, check_cpu, ensure_runnable
 from hmbuild.targets import Target
@@ -175,7 +175,7 @@ def run_one(target: Target, build: BuildResult, model: Path, options: BenchOptio
                 pass
             break
     if code != 0 or not data or not data.get("ok"):
-        reason = (data or {}).get("error") or (reasons[-1] if reasons else f"exit status {code}")
+        reason = (data or {}).get("error") or (reasons[-1] if reasons else exit_reason(code))
         raise HmbuildError(f"The benchmark failed: {reason.rstrip('.')}.", 2 if code == 2 else 1)
     return BenchRun.from_tool(data)
 

@@ -7,3 +7,17 @@ class HmbuildError(Exception):
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def exit_reason(code: int) -> str:
+    """A child's exit status in words: 'exit status 3', or the signal that ended it by name
+    ('crashed with SIGSEGV (signal 11)'); subprocess reports a signal as a negative status."""
+    import signal
+
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = "an unknown signal"
+    return f"crashed with {name} (signal {-code})"

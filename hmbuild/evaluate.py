@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from hmbuild.builder import BuildResult
-from hmbuild.errors import HmbuildError
+from hmbuild.errors import HmbuildError, exit_reason
 from hmbuild.project import Project
 from hmbuild.runners import _test_env, check_cpu, ensure_runnable
 from hmbuild.targets import Target
@@ -146,7 +146,7 @@ def evaluate(project: Project, target: Target, build: BuildResult, model: Path, 
         except json.JSONDecodeError:
             continue
     if proc.returncode != 0 or not data or not data.get("ok"):
-        reason = (data or {}).get("error") or (errors[-1] if errors else f"{TOOL} exited with status {proc.returncode}")
+        reason = (data or {}).get("error") or (errors[-1] if errors else f"{TOOL} ended: {exit_reason(proc.returncode)}")
         raise HmbuildError(_sentence(reason))
     data.pop("ok", None)
     known = {f for f in EvalResult.__dataclass_fields__ if f not in ("extra",)}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hmbuild.builder import BuildResult, _tool, tool_env
-from hmbuild.errors import HmbuildError
+from hmbuild.errors import HmbuildError, exit_reason
 from hmbuild.node_tools import node_for
 from hmbuild.project import Project
 from hmbuild.targets import Target
@@ -190,7 +190,7 @@ def parse_tap(name: str, stdout: str, returncode: int) -> SuiteResult:
     if returncode != 0 and failed == 0:
         # The process died (crash, signal, load failure) before reporting a failure itself.
         failed = 1
-        failures.append(f"{name} exited with status {returncode} before finishing")
+        failures.append(f"{name} ended before finishing: {exit_reason(returncode)}")
     return SuiteResult(name, passed, failed, failures)
 
 
@@ -268,7 +268,7 @@ def run_model(project: Project, target: Target, build: BuildResult, model: Path,
                           text=True, errors="replace")
     if proc.returncode != 0:
         lines = [l for l in (proc.stderr or "").splitlines() if l.startswith("hmllm_run:")]
-        reason = lines[-1].removeprefix("hmllm_run: ") if lines else f"exit status {proc.returncode}"
+        reason = lines[-1].removeprefix("hmllm_run: ") if lines else exit_reason(proc.returncode)
         raise HmbuildError(f"Running the model failed: {reason}.")
     if not json_output and proc.stderr:
         sys.stderr.write(proc.stderr)

@@ -1,4 +1,6 @@
 """Parsing test results from structured output only (TAP, JUnit), whatever qemu prints."""
+import pytest
+
 from hmbuild.runners import parse_junit, parse_tap
 
 TAP = """TAP version 13
@@ -32,7 +34,29 @@ def test_tap_counts_top_level_results_and_names_failures():
 def test_a_crashed_node_process_counts_as_a_failure():
     r = parse_tap("napi x", "TAP version 13\nok 1 - first\n", -11)
     assert (r.passed, r.failed) == (1, 1)
-    assert "-11" in r.failures[0]
+    assert "crashed with SIGSEGV (signal 11)" in r.failures[0]
+
+
+def test_a_crashed_hmllm_run_is_named_by_its_signal(tmp_path, monkeypatch):
+    """`hmbuild run` on a tool that aborts says which signal ended it, not 'exit status -6'."""
+    import types
+
+    from hmbuild import runners
+    from hmbuild.errors import HmbuildError
+
+    tool = tmp_path / "hmllm" / "hmllm_run"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\nkill -ABRT $$\n")
+    tool.chmod(0o755)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    target = types.SimpleNamespace(name="host", runner=(), can_run_tests=True)
+    monkeypatch.setattr(runners, "ensure_runnable", lambda t: None)
+    monkeypatch.setattr(runners, "check_cpu", lambda t, c: None)
+    monkeypatch.setattr(runners, "_test_env", lambda t, m, c: None)
+    build = types.SimpleNamespace(build_dir=tmp_path)
+    with pytest.raises(HmbuildError, match=r"crashed with SIGABRT \(signal 6\)"):
+        runners.run_model(None, target, build, model, [], None, True)
 
 
 def test_junit_from_ctest(tmp_path):
