@@ -55,6 +55,12 @@ def load_project(directory: str | Path) -> Project:
     name = settings.get("project", {}).get("name")
     if not isinstance(name, str) or not name:
         raise HmbuildError(f"{toml_path} has no [project] name; add `name = \"...\"` under [project].")
+    from hmbuild.generator import validate_name  # the rule `new` applied; a hand edit must keep it
+
+    try:
+        validate_name(name)
+    except HmbuildError as exc:
+        raise HmbuildError(f"In {toml_path}, [project] name: {exc}") from None
     return Project(root=root, name=name, settings=settings)
 
 

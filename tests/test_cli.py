@@ -99,3 +99,16 @@ def test_doctor_json_reports_what_is_found_and_how_to_fix_the_rest(tmp_path):
     assert {"conan", "cmake", "ninja", "aarch64 Node.js"} <= set(tools)
     for t in tools.values():
         assert t["found"] or t["fix"]
+
+
+def test_a_hand_edited_module_name_is_checked_again(tmp_path):
+    """hmbuild.toml's name becomes a C++ identifier and a file name: an edit to 'my-lib' is refused
+    with one sentence naming the file, before anything is built."""
+    root = tmp_path / "p"
+    assert run_hmbuild("new", str(root)).returncode == 0
+    toml = root / "hmbuild.toml"
+    toml.write_text(toml.read_text().replace('name = "p"', 'name = "my-lib"', 1))
+    proc = run_hmbuild("-C", str(root), "build", "--target", "host")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "hmbuild.toml, [project] name:" in proc.stderr and "'my-lib' is not a valid module name" in proc.stderr
+    assert not (root / "build").exists()
