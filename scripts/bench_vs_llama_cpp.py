@@ -15,7 +15,6 @@ shared or emulated machine are noisy; the ratio from one run is the figure to qu
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -23,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_MODEL = Path.home() / ".cache" / "hmbuild" / "models" / "gemma-3-270m-q4_k_m.gguf"
+from _llama_ref import argument_parser, import_llama_cpp
+
 TEXT = ("The city council met on Tuesday to discuss the new budget for parks, libraries and road repairs. "
         "After a long debate the members agreed to raise spending on public transport next year. ")
 
@@ -55,21 +55,17 @@ def hmllm_run(exe: Path, model: Path, prompt: list[int], gen: int, threads: int)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argument_parser(__doc__)
     ap.add_argument("--hmllm-run", type=Path, required=True)
-    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     ap.add_argument("--hmllm-model", type=Path, default=None,
                     help="the file hmllm runs (e.g. an `hmbuild quantize` output); llama.cpp always runs --model")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    try:
-        import llama_cpp
-    except ImportError:
-        print("error: llama_cpp is not importable; run this with the llama-cpp-python venv", file=sys.stderr)
+    llama_cpp = import_llama_cpp()
+    if llama_cpp is None:
         return 1
     llm = llama_cpp.Llama(model_path=str(args.model), n_ctx=512, n_batch=512, n_threads=args.threads,
                           n_threads_batch=args.threads, logits_all=True, verbose=False)

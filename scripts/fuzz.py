@@ -105,7 +105,7 @@ def toolchain_problem(cache: Path = DEFAULT_CACHE) -> str | None:
 def _headers_digest() -> str:
     h = hashlib.sha256()
     for p in sorted([*(NATIVE / "include").rglob("*.h"), *(NATIVE / "src").rglob("*.h"),
-                     *FUZZ_DIR.glob("*.h")]):
+                     *FUZZ_DIR.glob("*.h"), *(NATIVE / "tests" / "support").glob("*.h")]):
         h.update(p.relative_to(NATIVE).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()
@@ -138,7 +138,9 @@ def build(targets: list[Target], cache: Path, jobs: int) -> dict[str, Path]:
     # Runtime files get coverage instrumentation without libFuzzer's main(); the harness gets both.
     lib_flags = {s: [*COMMON_FLAGS, *SANITIZERS, "-fsanitize=fuzzer-no-link", *FILE_FLAGS.get(s, [])]
                  for t in targets for s in t.sources}
-    harness_flags = [*COMMON_FLAGS, *SANITIZERS, "-fsanitize=fuzzer"]
+    # The harnesses share the GGUF-writing and metadata-reading headers of the unit tests
+    # (native/tests/support/).
+    harness_flags = [*COMMON_FLAGS, f"-I{NATIVE / 'tests'}", *SANITIZERS, "-fsanitize=fuzzer"]
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         lib_objs = {s: pool.submit(_compile, NATIVE / s, f, obj_dir, headers)

@@ -14,7 +14,6 @@ The re-quantized files go to a temporary folder and are deleted afterwards.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import subprocess
@@ -22,7 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-DEFAULT_MODEL = Path.home() / ".cache" / "hmbuild" / "models" / "gemma-3-270m-q4_k_m.gguf"
+from _llama_ref import argument_parser, import_llama_cpp
+
 GGML_TYPE_Q4_0 = 2
 LLAMA_FTYPE_MOSTLY_Q4_0 = 2
 
@@ -51,17 +51,12 @@ def llama_quantize(src: Path, dst: Path, ftype: int, embd_type: int | None) -> N
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argument_parser(__doc__)
     ap.add_argument("--hmbuild", type=Path, required=True, help="the hmbuild executable")
     ap.add_argument("--project", type=Path, required=True, help="a generated project built for the host")
-    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     ap.add_argument("--text", type=Path, default=None, help="evaluation text (default: hmbuild's English text)")
-    ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        print("error: llama_cpp is not importable; run this with the llama-cpp-python venv", file=sys.stderr)
+    if import_llama_cpp() is None:
         return 1
     rows = []
     with tempfile.TemporaryDirectory(prefix="hmbuild-quality-") as tmp:

@@ -14,6 +14,7 @@
 #include "hmllm/gguf_reader.h"
 #include "hmllm/model.h"
 #include "hmllm/tokenizer.h"
+#include "support/read_all_metadata.h"
 
 using namespace hmllm;
 
@@ -46,47 +47,6 @@ void check_matrix(const Bounds& file, const MatView& m) {
 void check_vector(const Bounds& file, const float* v, int64_t n) {
     if (v == nullptr) return;
     FUZZ_REQUIRE(file.contains(v, static_cast<uint64_t>(n) * sizeof(float)));
-}
-
-void read_all_metadata(const GgufFile& f) {
-    for (size_t i = 0; i < f.metadata_count(); ++i) {
-        const std::string_view key = f.metadata_key(i);
-        FUZZ_REQUIRE(f.has_key(key));
-        uint32_t type = 0;
-        FUZZ_REQUIRE(f.get_value_type(key, &type));
-        std::string s;
-        std::string_view sv;
-        uint32_t u32;
-        int32_t i32;
-        uint64_t u64;
-        int64_t i64;
-        float f32;
-        bool b;
-        f.get_string(key, &s);
-        f.get_string_view(key, &sv);
-        f.get_u32(key, &u32);
-        f.get_i32(key, &i32);
-        f.get_u64(key, &u64);
-        f.get_i64(key, &i64);
-        f.get_f32(key, &f32);
-        f.get_bool(key, &b);
-        uint32_t elem_type = 0;
-        uint64_t count = 0;
-        if (!f.get_array_info(key, &elem_type, &count)) continue;
-        GgufStringArray strings;
-        if (f.get_string_array(key, &strings)) {
-            FUZZ_REQUIRE(strings.size() == count);
-            for (size_t k = 0; k < strings.size(); ++k) (void)strings[k].size();
-            std::string_view elem;
-            if (count > 0) FUZZ_REQUIRE(f.get_string_array_element(key, count - 1, &elem));
-            FUZZ_REQUIRE(!f.get_string_array_element(key, count, &elem));
-        }
-        std::vector<float> floats;
-        if (f.get_f32_array(key, &floats)) FUZZ_REQUIRE(floats.size() == count);
-        std::vector<int32_t> ints;
-        if (f.get_i32_array(key, &ints)) FUZZ_REQUIRE(ints.size() == count);
-    }
-    FUZZ_REQUIRE(f.metadata_key(f.metadata_count()).empty());
 }
 
 void use_tokenizer(const GgufFile& f) {
@@ -147,7 +107,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         FUZZ_REQUIRE(file.contains(t.data, t.n_bytes));
         FUZZ_REQUIRE(f.find_tensor(t.name) != nullptr);
     }
-    read_all_metadata(f);
+    hmtest::read_all_metadata(f, [](bool holds, const char* what) {
+        if (!holds) fuzz_fail(what);
+    });
     use_tokenizer(f);
     use_model(f, file);
     return 0;

@@ -19,207 +19,21 @@
 #include "hmllm/gguf_reader.h"
 #include "hmllm/mapped_file.h"
 #include "hmllm/status.h"
+#include "support/gguf_builder.h"
+#include "support/read_all_metadata.h"
 
 namespace {
 
 using namespace hmllm;
-
-constexpr uint32_t vt(GgufValueType t) { return static_cast<uint32_t>(t); }
-constexpr uint32_t gt(GgmlType t) { return static_cast<uint32_t>(t); }
+using hmtest::build;
+using hmtest::ByteWriter;
+using hmtest::FileSpec;
+using hmtest::gt;
+using hmtest::TensorSpec;
+using hmtest::vt;
 
 // ---------------------------------------------------------------------------------------------
-// Building GGUF files in memory
-
-class ByteWriter {
-public:
-    void u8(uint8_t v) { bytes.push_back(v); }
-    void u16(uint16_t v) { put(v, 2); }
-    void u32(uint32_t v) { put(v, 4); }
-    void u64(uint64_t v) { put(v, 8); }
-    void i32(int32_t v) { u32(static_cast<uint32_t>(v)); }
-    void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-    void f32(float v) {
-        uint32_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        u32(bits);
-    }
-    void f64(double v) {
-        uint64_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        u64(bits);
-    }
-    void str(std::string_view s) {
-        u64(s.size());
-        raw(s.data(), s.size());
-    }
-    void raw(const void* p, size_t n) {
-        const uint8_t* b = static_cast<const uint8_t*>(p);
-        bytes.insert(bytes.end(), b, b + n);
-    }
-    void append(const std::vector<uint8_t>& b) { bytes.insert(bytes.end(), b.begin(), b.end()); }
-
-    std::vector<uint8_t> bytes;
-
-private:
-    // GGUF is little-endian regardless of the host.
-    void put(uint64_t v, int n) {
-        for (int i = 0; i < n; ++i) bytes.push_back(static_cast<uint8_t>(v >> (8 * i)));
-    }
-};
-
-// The metadata section; each call appends one key/value pair.
-class Metadata {
-public:
-    Metadata& str(std::string_view key, std::string_view v) {
-        head(key, GgufValueType::STRING);
-        w.str(v);
-        return *this;
-    }
-    Metadata& u8(std::string_view key, uint8_t v) {
-        head(key, GgufValueType::UINT8);
-        w.u8(v);
-        return *this;
-    }
-    Metadata& u32(std::string_view key, uint32_t v) {
-        head(key, GgufValueType::UINT32);
-        w.u32(v);
-        return *this;
-    }
-    Metadata& i32(std::string_view key, int32_t v) {
-        head(key, GgufValueType::INT32);
-        w.i32(v);
-        return *this;
-    }
-    Metadata& u64(std::string_view key, uint64_t v) {
-        head(key, GgufValueType::UINT64);
-        w.u64(v);
-        return *this;
-    }
-    Metadata& i64(std::string_view key, int64_t v) {
-        head(key, GgufValueType::INT64);
-        w.i64(v);
-        return *this;
-    }
-    Metadata& f32(std::string_view key, float v) {
-        head(key, GgufValueType::FLOAT32);
-        w.f32(v);
-        return *this;
-    }
-    Metadata& f64(std::string_view key, double v) {
-        head(key, GgufValueType::FLOAT64);
-        w.f64(v);
-        return *this;
-    }
-    Metadata& boolean(std::string_view key, bool v) {
-        head(key, GgufValueType::BOOL);
-        w.u8(v ? 1 : 0);
-        return *this;
-    }
-    Metadata& str_array(std::string_view key, const std::vector<std::string>& v) {
-        array_head(key, GgufValueType::STRING, v.size());
-        for (const std::string& s : v) w.str(s);
-        return *this;
-    }
-    Metadata& f32_array(std::string_view key, const std::vector<float>& v) {
-        array_head(key, GgufValueType::FLOAT32, v.size());
-        for (float f : v) w.f32(f);
-        return *this;
-    }
-    Metadata& i32_array(std::string_view key, const std::vector<int32_t>& v) {
-        array_head(key, GgufValueType::INT32, v.size());
-        for (int32_t i : v) w.i32(i);
-        return *this;
-    }
-    Metadata& u8_array(std::string_view key, const std::vector<uint8_t>& v) {
-        array_head(key, GgufValueType::UINT8, v.size());
-        for (uint8_t i : v) w.u8(i);
-        return *this;
-    }
-    Metadata& i64_array(std::string_view key, const std::vector<int64_t>& v) {
-        array_head(key, GgufValueType::INT64, v.size());
-        for (int64_t i : v) w.i64(i);
-        return *this;
-    }
-    // For crafted entries: the key and raw type, then whatever bytes the caller supplies.
-    Metadata& raw(std::string_view key, uint32_t type, const std::vector<uint8_t>& value) {
-        w.str(key);
-        w.u32(type);
-        w.append(value);
-        ++count;
-        return *this;
-    }
-
-    ByteWriter w;
-    uint64_t count = 0;
-
-private:
-    void head(std::string_view key, GgufValueType type) {
-        w.str(key);
-        w.u32(vt(type));
-        ++count;
-    }
-    void array_head(std::string_view key, GgufValueType elem, uint64_t n) {
-        head(key, GgufValueType::ARRAY);
-        w.u32(vt(elem));
-        w.u64(n);
-    }
-};
-
-struct TensorSpec {
-    std::string name;
-    std::vector<uint64_t> ne;
-    uint32_t type;
-    std::vector<uint8_t> data;
-    std::optional<uint64_t> offset;  // recorded offset; by default where the data really is
-};
-
-struct FileSpec {
-    char magic[4] = {'G', 'G', 'U', 'F'};
-    uint32_t version = 3;
-    Metadata metadata;
-    std::vector<TensorSpec> tensors;
-    uint64_t alignment = 32;  // layout only; add general.alignment to the metadata yourself
-    std::optional<uint64_t> tensor_count;  // header overrides
-    std::optional<uint64_t> kv_count;
-};
-
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-// Writes header, metadata, tensor infos, padding and data. The last tensor ends exactly at the
-// end of the file, so that every proper prefix of a valid file is invalid.
-std::vector<uint8_t> build(const FileSpec& spec) {
-    ByteWriter w;
-    w.raw(spec.magic, 4);
-    w.u32(spec.version);
-    w.u64(spec.tensor_count.value_or(spec.tensors.size()));
-    w.u64(spec.kv_count.value_or(spec.metadata.count));
-    w.append(spec.metadata.w.bytes);
-
-    std::vector<uint64_t> layout;
-    uint64_t cursor = 0;
-    for (const TensorSpec& t : spec.tensors) {
-        cursor = align_up(cursor, spec.alignment);
-        layout.push_back(cursor);
-        cursor += t.data.size();
-    }
-    for (size_t i = 0; i < spec.tensors.size(); ++i) {
-        const TensorSpec& t = spec.tensors[i];
-        w.str(t.name);
-        w.u32(static_cast<uint32_t>(t.ne.size()));
-        for (uint64_t ne : t.ne) w.u64(ne);
-        w.u32(t.type);
-        w.u64(t.offset.value_or(layout[i]));
-    }
-    if (!spec.tensors.empty()) {
-        while (w.bytes.size() % spec.alignment != 0) w.u8(0);
-    }
-    const size_t data_start = w.bytes.size();
-    for (size_t i = 0; i < spec.tensors.size(); ++i) {
-        while (w.bytes.size() - data_start < layout[i]) w.u8(0);
-        w.append(spec.tensors[i].data);
-    }
-    return w.bytes;
-}
+// Building GGUF files in memory (support/gguf_builder.h writes them)
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
     std::vector<uint8_t> v(n);
@@ -375,43 +189,9 @@ bool contains(const std::string& haystack, const std::string& needle) {
 // Calls every accessor on everything an accepted file offers and reads every byte it points
 // at, so the sanitizers see any view that escapes the mapping.
 uint64_t exercise(const GgufFile& file) {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < file.metadata_count(); ++i) {
-        const std::string key(file.metadata_key(i));
-        CHECK(file.has_key(key));
-        uint32_t u32;
-        int32_t i32;
-        uint64_t u64;
-        int64_t i64;
-        float f32;
-        bool b;
-        std::string s;
-        sum += file.get_u32(key, &u32) + file.get_i32(key, &i32) + file.get_u64(key, &u64) +
-               file.get_i64(key, &i64) + file.get_f32(key, &f32) + file.get_bool(key, &b) +
-               file.get_string(key, &s);
-        for (char c : s) sum += static_cast<uint8_t>(c);
-        uint32_t elem_type;
-        uint64_t count;
-        if (file.get_array_info(key, &elem_type, &count)) {
-            GgufStringArray strings;
-            if (file.get_string_array(key, &strings)) {
-                CHECK_EQ(strings.size(), count);
-                for (size_t j = 0; j < strings.size(); ++j) {
-                    for (char c : strings[j]) sum += static_cast<uint8_t>(c);
-                }
-            }
-            std::vector<float> floats;
-            if (file.get_f32_array(key, &floats)) {
-                CHECK_EQ(floats.size(), count);
-                for (float f : floats) sum += f == f;
-            }
-            std::vector<int32_t> ints;
-            if (file.get_i32_array(key, &ints)) {
-                CHECK_EQ(ints.size(), count);
-                for (int32_t v : ints) sum += static_cast<uint32_t>(v);
-            }
-        }
-    }
+    uint64_t sum = hmtest::read_all_metadata(file, [](bool holds, const char* what) {
+        if (!holds) ::hmtest::fail(__FILE__, __LINE__, what);
+    });
     const uint8_t* begin = file.mapping().data();
     const uint8_t* end = begin + file.mapping().size();
     for (const GgufTensorInfo& t : file.tensors()) {

@@ -27,6 +27,12 @@ const char* test_model() {
     return p && *p ? p : nullptr;
 }
 
+bool skip_without_model() {
+    if (test_model()) return false;
+    std::printf("skip: HMLLM_TEST_MODEL is not set\n");
+    return true;
+}
+
 // A prompt a base model continues for a long time (no end-of-generation within a few tokens).
 constexpr const char* kPrompt = "Chapter 1. The history of the Roman Empire begins with";
 constexpr int kMaxTokens = 200;
@@ -38,10 +44,8 @@ std::unique_ptr<hmllm::Session> open_session() {
     so.high_priority = false;
     std::unique_ptr<hmllm::Session> s;
     hmllm::Status st = hmllm::Session::open(test_model(), so, &s);
-    if (!st.ok()) {
-        std::printf("cannot open %s: %s\n", test_model(), st.message.c_str());
-        return nullptr;
-    }
+    if (!st.ok()) std::printf("cannot open %s: %s\n", test_model(), st.message.c_str());
+    CHECK(st.ok());
     return s;
 }
 
@@ -61,6 +65,7 @@ struct Job {
     int timeout_ms = 3600000;  // no timeout unless a case sets one: sanitizers and a busy CI slow tokens down a lot
     // Pieces streamed so far: the test thread waits on it to know the request is really running.
     std::atomic<int> pieces{0};
+    std::atomic<bool> finished{false};  // execute() has returned
     hmllm::Status status;
     hmllm::InferResult result;
     bool ran = false;
@@ -107,6 +112,17 @@ void release(Slot* slot, Job* running) {
     if (slot->session) slot->session->release();
 }
 
+// Queues execute() on a worker thread, as napi does, and returns the thread once the request has
+// streamed `pieces` pieces (or has finished before that).
+std::thread start_request(Slot* slot, Job* job, int pieces = 0) {
+    std::thread worker([slot, job] {
+        execute(slot, job);
+        job->finished.store(true);
+    });
+    while (job->pieces.load() < pieces && !job->finished.load()) std::this_thread::yield();
+    return worker;
+}
+
 bool stopped_early(const Job& job) {
     return job.status.ok() && job.result.generation.stop == hmllm::StopReason::Callback &&
            static_cast<int>(job.result.generation.tokens.size()) < kMaxTokens;
@@ -115,22 +131,13 @@ bool stopped_early(const Job& job) {
 }  // namespace
 
 TEST_CASE(cancel_from_another_thread_stops_a_running_generate_with_its_text) {
-    if (!test_model()) {
-        std::printf("skip: HMLLM_TEST_MODEL is not set\n");
-        return;
-    }
+    if (skip_without_model()) return;
     Slot slot;
     slot.session = open_session();
-    CHECK(slot.session != nullptr);
     // Cancelled after 1, 2, 3 pieces in turn: the flag lands at different points of a token.
     for (int after = 1; after <= 3; ++after) {
         Job job;
-        std::atomic<bool> done{false};
-        std::thread worker([&] {
-            execute(&slot, &job);
-            done.store(true);
-        });
-        while (job.pieces.load() < after && !done.load()) std::this_thread::yield();
+        std::thread worker = start_request(&slot, &job, after);
         job.cancel.store(true);
         worker.join();
         CHECK(job.ran);
@@ -141,28 +148,18 @@ TEST_CASE(cancel_from_another_thread_stops_a_running_generate_with_its_text) {
     }
     // The session serves the next request normally after a cancel.
     Job next;
-    std::thread worker([&] { execute(&slot, &next); });
-    while (next.pieces.load() < 1) std::this_thread::yield();
+    std::thread worker = start_request(&slot, &next, 1);
     next.cancel.store(true);
     worker.join();
     CHECK(stopped_early(next));
 }
 
 TEST_CASE(release_during_generate_waits_for_the_worker_then_frees_the_session) {
-    if (!test_model()) {
-        std::printf("skip: HMLLM_TEST_MODEL is not set\n");
-        return;
-    }
+    if (skip_without_model()) return;
     Slot slot;
     slot.session = open_session();
-    CHECK(slot.session != nullptr);
     Job job;
-    std::atomic<bool> done{false};
-    std::thread worker([&] {
-        execute(&slot, &job);
-        done.store(true);
-    });
-    while (job.pieces.load() < 1 && !done.load()) std::this_thread::yield();
+    std::thread worker = start_request(&slot, &job, 1);
     std::thread releaser([&] { release(&slot, &job); });
     releaser.join();  // returns only once the worker has let go of the session
     CHECK(slot.session->released());
@@ -171,25 +168,20 @@ TEST_CASE(release_during_generate_waits_for_the_worker_then_frees_the_session) {
     CHECK(stopped_early(job));
     // A request submitted after the release never touches the session.
     Job late;
-    std::thread late_worker([&] { execute(&slot, &late); });
-    late_worker.join();
+    start_request(&slot, &late).join();
     CHECK(!late.ran);
     CHECK(late.cancel.load());
 }
 
 TEST_CASE(release_racing_a_request_that_is_just_starting_never_frees_under_it) {
-    if (!test_model()) {
-        std::printf("skip: HMLLM_TEST_MODEL is not set\n");
-        return;
-    }
+    if (skip_without_model()) return;
     // The release and the worker start together: whichever takes the lock first, the request
     // either never runs or stops early, and the session is freed only after it let go.
     for (int round = 0; round < 3; ++round) {
         Slot slot;
         slot.session = open_session();
-        CHECK(slot.session != nullptr);
         Job job;
-        std::thread worker([&] { execute(&slot, &job); });
+        std::thread worker = start_request(&slot, &job);
         std::thread releaser([&] { release(&slot, &job); });
         releaser.join();
         worker.join();
@@ -199,17 +191,12 @@ TEST_CASE(release_racing_a_request_that_is_just_starting_never_frees_under_it) {
 }
 
 TEST_CASE(a_timeout_stops_generate_and_returns_what_exists_flagged_as_timed_out) {
-    if (!test_model()) {
-        std::printf("skip: HMLLM_TEST_MODEL is not set\n");
-        return;
-    }
+    if (skip_without_model()) return;
     Slot slot;
     slot.session = open_session();
-    CHECK(slot.session != nullptr);
     Job job;
     job.timeout_ms = 1;  // shorter than any prefill of a real model: the deadline passes mid-request
-    std::thread worker([&] { execute(&slot, &job); });
-    worker.join();
+    start_request(&slot, &job).join();
     CHECK(job.timed_out);
     CHECK(stopped_early(job));
     CHECK(job.result.generation.tokens.size() <= 1);  // stopped before the second token

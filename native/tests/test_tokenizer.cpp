@@ -16,89 +16,32 @@
 
 #include "hmllm/gguf_reader.h"
 #include "hmllm/tokenizer.h"
+#include "support/gguf_builder.h"
 #include "test_main.h"
 
 using hmllm::GgufFile;
 using hmllm::Status;
 using hmllm::Tokenizer;
 using hmllm::TokenStreamDecoder;
+using hmtest::gpt2_byte_piece;
+using hmtest::Metadata;
+using hmtest::metadata_only_file;
+using hmtest::Vocabulary;
 using Ids = std::vector<int32_t>;
 
 namespace {
 
-// ---- a GGUF writer for metadata-only files -------------------------------------------------
+// ---- vocabularies as GGUF files on disk (support/gguf_builder.h writes them) ---------------
 
-class GgufBuilder {
-public:
-    void str(const std::string& key, const std::string& v) {
-        kv(key, 8);
-        put_str(v);
-    }
-    void u32(const std::string& key, uint32_t v) {
-        kv(key, 4);
-        put_u32(v);
-    }
-    void boolean(const std::string& key, bool v) {
-        kv(key, 7);
-        body_.push_back(v ? 1 : 0);
-    }
-    void str_array(const std::string& key, const std::vector<std::string>& v) {
-        kv(key, 9);
-        put_u32(8);
-        put_u64(v.size());
-        for (const std::string& s : v) put_str(s);
-    }
-    void f32_array(const std::string& key, const std::vector<float>& v) {
-        kv(key, 9);
-        put_u32(6);
-        put_u64(v.size());
-        for (float f : v) {
-            uint32_t bits;
-            std::memcpy(&bits, &f, 4);
-            put_u32(bits);
-        }
-    }
-    void i32_array(const std::string& key, const std::vector<int32_t>& v) {
-        kv(key, 9);
-        put_u32(5);
-        put_u64(v.size());
-        for (int32_t i : v) put_u32(static_cast<uint32_t>(i));
-    }
-    // Writes the file and returns its path (removed by the caller).
-    std::string write() const {
-        std::vector<uint8_t> b = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
-        for (int i = 0; i < 8; ++i) b.push_back(0);  // no tensors
-        for (int i = 0; i < 8; ++i) b.push_back(uint8_t(uint64_t(n_kv_) >> (8 * i)));
-        b.insert(b.end(), body_.begin(), body_.end());
-        char path[] = "/tmp/hmllm-tok-XXXXXX";
-        int fd = mkstemp(path);
-        if (fd < 0 || write_all(fd, b) != 0) std::abort();
-        close(fd);
-        return path;
-    }
-
-private:
-    static int write_all(int fd, const std::vector<uint8_t>& b) {
-        return ::write(fd, b.data(), b.size()) == static_cast<ssize_t>(b.size()) ? 0 : -1;
-    }
-    void kv(const std::string& key, uint32_t type) {
-        ++n_kv_;
-        put_str(key);
-        put_u32(type);
-    }
-    void put_u32(uint32_t v) {
-        for (int i = 0; i < 4; ++i) body_.push_back(uint8_t(v >> (8 * i)));
-    }
-    void put_u64(uint64_t v) {
-        for (int i = 0; i < 8; ++i) body_.push_back(uint8_t(v >> (8 * i)));
-    }
-    void put_str(const std::string& s) {
-        put_u64(s.size());
-        body_.insert(body_.end(), s.begin(), s.end());
-    }
-    std::vector<uint8_t> body_;
-    size_t n_kv_ = 0;
-};
+// Writes `m` as a metadata-only file and returns its path (removed by the caller).
+std::string write_temp_file(const Metadata& m) {
+    const std::vector<uint8_t> b = metadata_only_file(m);
+    char path[] = "/tmp/hmllm-tok-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || ::write(fd, b.data(), b.size()) != static_cast<ssize_t>(b.size())) std::abort();
+    close(fd);
+    return path;
+}
 
 // A loaded tokenizer together with the file it views.
 struct Loaded {
@@ -111,9 +54,9 @@ struct Loaded {
     }
 };
 
-std::unique_ptr<Loaded> load(const GgufBuilder& b) {
+std::unique_ptr<Loaded> load(const Metadata& m) {
     auto l = std::make_unique<Loaded>();
-    l->path = b.write();
+    l->path = write_temp_file(m);
     l->status = GgufFile::open(l->path, &l->file);
     if (l->status.ok()) l->status = Tokenizer::load(l->file, &l->tok);
     return l;
@@ -127,44 +70,20 @@ constexpr int32_t kByte0 = 3;
 constexpr int32_t kSpace = 259, kA = 260, kB = 261, kC = 262, kAB = 263, kBC = 264,
                   kSpaceA = 265, kCtl = 266, kUd = 267, kEAcute = 268, kEndTurn = 269;
 
-GgufBuilder spm_vocab(bool add_space_prefix) {
-    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-    std::vector<float> scores = {0, 0, 0};
-    std::vector<int32_t> types = {2, 3, 3};
-    for (int b = 0; b < 256; ++b) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-        tokens.push_back(buf);
-        scores.push_back(0);
-        types.push_back(6);
-    }
-    auto add = [&](const std::string& t, float score, int32_t type) {
-        tokens.push_back(t);
-        scores.push_back(score);
-        types.push_back(type);
-    };
-    add(kSp, -10, 1);
-    add("a", -5, 1);
-    add("b", -5, 1);
-    add("c", -5, 1);
-    add("ab", -1, 1);
-    add("bc", -0.5f, 1);  // preferred over "ab": "abc" must become a + bc
-    add(kSp + "a", -2, 1);
-    add("<ctl>", 0, 3);
-    add("<ud>", 0, 4);
-    add("\xC3\xA9", -3, 1);  // é
-    add("<end_of_turn>", 0, 3);
-    GgufBuilder g;
-    g.str("tokenizer.ggml.model", "llama");
-    g.str_array("tokenizer.ggml.tokens", tokens);
-    g.f32_array("tokenizer.ggml.scores", scores);
-    g.i32_array("tokenizer.ggml.token_type", types);
-    g.u32("tokenizer.ggml.bos_token_id", 1);
-    g.u32("tokenizer.ggml.eos_token_id", 2);
-    g.u32("tokenizer.ggml.unknown_token_id", 0);
-    g.boolean("tokenizer.ggml.add_bos_token", true);
-    g.boolean("tokenizer.ggml.add_space_prefix", add_space_prefix);
-    return g;
+Metadata spm_vocab(bool add_space_prefix) {
+    Vocabulary v = hmtest::spm_skeleton(add_space_prefix);
+    v.add(kSp, -10, 1);
+    v.add("a", -5, 1);
+    v.add("b", -5, 1);
+    v.add("c", -5, 1);
+    v.add("ab", -1, 1);
+    v.add("bc", -0.5f, 1);  // preferred over "ab": "abc" must become a + bc
+    v.add(kSp + "a", -2, 1);
+    v.add("<ctl>", 0, 3);
+    v.add("<ud>", 0, 4);
+    v.add("\xC3\xA9", -3, 1);  // é
+    v.add("<end_of_turn>", 0, 3);
+    return v.metadata();
 }
 
 int32_t byte_tok(unsigned char b) { return kByte0 + b; }
@@ -191,55 +110,25 @@ std::string concat_pieces(const Tokenizer& t, const Ids& ids) {
 // ---- the tiny byte-level BPE vocabulary ----------------------------------------------------
 // ids 0..255: the GPT-2 code point of byte id; then merged pieces and two control tokens.
 
-std::string byte_char(int b) {
-    // GPT-2 bytes_to_unicode, written out independently of the implementation.
-    int cp = b;
-    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) {
-        int n = 0;
-        for (int c = 0; c < b; ++c) {
-            if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE)) ++n;
-        }
-        cp = 256 + n;
-    }
-    std::string s;
-    if (cp < 0x80) {
-        s += char(cp);
-    } else {
-        s += char(0xC0 | (cp >> 6));
-        s += char(0x80 | (cp & 0x3F));
-    }
-    return s;
-}
-
 constexpr int32_t kHe = 256, kLl = 257, kHell = 258, kHello = 259, kGw = 260, kOr = 261,
                   kGwor = 262, kLd = 263, kGworld = 264, k12 = 265, k123 = 266, k45 = 267,
                   kEot = 268, kImEnd = 269;
 
-GgufBuilder bpe_vocab(const std::string& pre) {
-    std::vector<std::string> tokens;
-    for (int b = 0; b < 256; ++b) tokens.push_back(byte_char(b));
-    const std::string G = byte_char(' ');  // "Ġ"
+Metadata bpe_vocab(const std::string& pre) {
+    Vocabulary v = hmtest::bpe_skeleton(pre);
+    const std::string G = gpt2_byte_piece(' ');  // "Ġ"
     for (const std::string& t : {std::string("he"), std::string("ll"), std::string("hell"),
                                  std::string("hello"), G + "w", std::string("or"), G + "wor",
                                  std::string("ld"), G + "world", std::string("12"),
-                                 std::string("123"), std::string("45"),
-                                 std::string("<|endoftext|>"), std::string("<|im_end|>")}) {
-        tokens.push_back(t);
+                                 std::string("123"), std::string("45")}) {
+        v.add(t, 1);
     }
-    std::vector<int32_t> types(tokens.size(), 1);
-    types[kEot] = 3;
-    types[kImEnd] = 3;
-    GgufBuilder g;
-    g.str("tokenizer.ggml.model", "gpt2");
-    g.str("tokenizer.ggml.pre", pre);
-    g.str_array("tokenizer.ggml.tokens", tokens);
-    g.i32_array("tokenizer.ggml.token_type", types);
-    g.str_array("tokenizer.ggml.merges", {"h e", "l l", "he ll", "hell o", G + " w", "o r",
-                                          G + "w or", "l d", G + "wor ld", "1 2", "12 3", "4 5"});
-    g.u32("tokenizer.ggml.bos_token_id", kEot);
-    g.u32("tokenizer.ggml.eos_token_id", kEot);
-    g.boolean("tokenizer.ggml.add_bos_token", false);
-    return g;
+    v.add("<|endoftext|>", 3);
+    v.add("<|im_end|>", 3);
+    v.merges = {"h e", "l l", "he ll", "hell o", G + " w", "o r",
+                G + "w or", "l d", G + "wor ld", "1 2", "12 3", "4 5"};
+    v.bos = v.eos = kEot;
+    return v.metadata();
 }
 
 // ---- a small JSON reader for the fixtures ----------------------------------------------------
@@ -648,7 +537,7 @@ TEST_CASE(bpe_random_bytes_never_crash) {
 // ---- loading errors ---------------------------------------------------------------------------
 
 TEST_CASE(unsupported_tokenizers_are_named) {
-    GgufBuilder g;
+    Metadata g;
     g.str("tokenizer.ggml.model", "bert");
     g.str_array("tokenizer.ggml.tokens", {"a"});
     auto l = load(g);
@@ -659,21 +548,21 @@ TEST_CASE(unsupported_tokenizers_are_named) {
     CHECK(p->status.code == hmllm::ErrorCode::UnsupportedModel);
     CHECK(p->status.message.find("no-such-pre") != std::string::npos);
 
-    GgufBuilder none;
+    Metadata none;
     none.str("general.architecture", "llama");
     auto n = load(none);
     CHECK(n->status.code == hmllm::ErrorCode::UnsupportedModel);
 }
 
 TEST_CASE(inconsistent_vocabularies_are_invalid) {
-    GgufBuilder g;
+    Metadata g;
     g.str("tokenizer.ggml.model", "llama");
     g.str_array("tokenizer.ggml.tokens", {"a", "b", "c"});
     g.f32_array("tokenizer.ggml.scores", {0.0f});  // shorter than the vocabulary
     auto l = load(g);
     CHECK(l->status.code == hmllm::ErrorCode::InvalidModel);
 
-    GgufBuilder m;
+    Metadata m;
     m.str("tokenizer.ggml.model", "gpt2");
     m.str_array("tokenizer.ggml.tokens", {"a", "b"});  // no merges
     auto k = load(m);
@@ -802,7 +691,7 @@ TEST_CASE(bpe_reduced_qwen2_matches_llama_cpp) {
     for (const Json& h : fx["texts_hex"].arr) texts.push_back(from_hex(h.str));
     CHECK(texts.size() >= 80);
     for (const Json& run : fx["runs"].arr) {
-        GgufBuilder g;
+        Metadata g;
         g.str("tokenizer.ggml.model", "gpt2");
         g.str("tokenizer.ggml.pre", run["pre"].str);
         g.str_array("tokenizer.ggml.tokens", tokens);

@@ -49,7 +49,7 @@ test(`${ROUNDS} rounds of ${PER_ROUND} mixed calls: all settle, BUSY only past t
         rss.push(process.memoryUsage().rss);
       }
       const queued = [];  // [kind, promise] in the order they were accepted or refused
-      let cancelAt = rand(PER_ROUND);
+      const cancelAt = rand(PER_ROUND);
       for (let i = 0; i < PER_ROUND; i++) {
         const kind = rand(10);
         const text = buf(PROMPTS[rand(PROMPTS.length)]);
