@@ -172,9 +172,11 @@ void Engine::matmul(const MatView& w, const float* x, int n, float* y) {
 void Engine::matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n) {
     bool ready[kActSlots] = {};
     int64_t first_chunk[kMaxJobs + 1] = {0}, rows_per_chunk[kMaxJobs];
+    const Activations* act[kMaxJobs];
     for (int j = 0; j < n_jobs; ++j) {
         const MatView& w = *jobs[j].w;
         const int slot = static_cast<int>(activation_kind(w.type));
+        act[j] = &acts_[slot];
         if (!ready[slot]) {
             acts_[slot].quantize(w.type, x, w.n_cols, n);
             ready[slot] = true;
@@ -192,7 +194,7 @@ void Engine::matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n) 
         while (c >= first_chunk[j + 1]) ++j;
         const MatView& w = *jobs[j].w;
         const int64_t r0 = (c - first_chunk[j]) * rows_per_chunk[j], r1 = std::min(w.n_rows, r0 + rows_per_chunk[j]);
-        hmllm::matmul(w, acts_[static_cast<int>(activation_kind(w.type))], jobs[j].y, w.n_rows, r0, r1);
+        hmllm::matmul(w, *act[j], jobs[j].y, w.n_rows, r0, r1);
     });
 }
 
