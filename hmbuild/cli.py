@@ -83,6 +83,29 @@ def new(directory: Path, name: str | None, config: Path | None, description: str
     click.echo(f"Next: hmbuild -C {where} build --target linux-arm64 && hmbuild -C {where} test --target linux-arm64")
 
 
+@cli.command("ci")
+@click.option("--provider", help="github (.github/workflows/ci.yml), gitlab (.gitlab-ci.yml) or none; "
+                                 "default: hmbuild.toml's [project] ci.")
+@click.option("--force", is_flag=True, help="Replace a CI file that was edited since hmbuild wrote it.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def ci_cmd(ctx, provider, force, as_json):
+    """Write the project's CI definition and record the provider in hmbuild.toml."""
+    from hmbuild.ci import write_ci
+
+    result = write_ci(ctx.obj["dir"], provider, force=force)
+    if as_json:
+        _emit_json(result.to_json())
+        return
+    for rel in result.written:
+        click.echo(f"Wrote {rel} ({result.provider}).")
+    for rel in result.removed:
+        click.echo(f"Removed {rel} (hmbuild wrote it for another provider; unchanged since).")
+    for rel in result.kept:
+        click.echo(f"Left {rel} alone: it was edited since hmbuild wrote it; delete it if it is no longer used.")
+    click.echo(f'hmbuild.toml: [project] ci = "{result.provider}"')
+
+
 def _resolve(ctx, target_flag, build_type_flag):
     from hmbuild.project import load_project, resolve_build_type, resolve_target_name
     from hmbuild.targets import resolve_target
@@ -533,6 +556,49 @@ def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_token
     else:
         for line in format_table(report):
             click.echo(line)
+
+
+@cli.command("update")
+@click.option("--dry-run", is_flag=True, help="Print the diff of what would change and which files would conflict; "
+                                              "write nothing.")
+@click.option("--adopt", is_flag=True, help="For a project generated before hmbuild recorded its output: take the "
+                                            "generated files you have not changed as the base.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def update_cmd(ctx, dry_run, adopt, as_json):
+    """Re-render the project with this hmbuild's templates and merge your changes in (git merge-file)."""
+    from hmbuild.update import format_update, update_project
+
+    result = update_project(ctx.obj["dir"], dry_run=dry_run, adopt=adopt)
+    if as_json:
+        _emit_json({"ok": result.ok, **result.to_json()})
+    else:
+        for line in format_update(result):
+            click.echo(line)
+    if not result.ok:
+        click.echo(f"hmbuild: error: {result.problem()}", err=True)
+        ctx.exit(1)
+
+
+@cli.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.pass_context
+def check_cmd(ctx, as_json):
+    """Fail when the project is behind this hmbuild's templates or holds unresolved update conflicts (for CI)."""
+    from hmbuild.update import check_project
+
+    result = check_project(ctx.obj["dir"])
+    if as_json:
+        _emit_json({"ok": result.ok, "behind": result.behind, "conflicts": result.conflicts,
+                    "hmbuild_version": result.version})
+    else:
+        for rel in result.behind:
+            click.echo(f"behind    {rel}")
+        if result.ok:
+            click.echo(f"Up to date with hmbuild {result.version}'s templates.")
+    if not result.ok:
+        click.echo(f"hmbuild: error: {result.problem()}", err=True)
+        ctx.exit(1)
 
 
 def main():

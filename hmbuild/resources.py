@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hmbuild.errors import HmbuildError
+
 _PKG = Path(__file__).resolve().parent
 
 
@@ -18,7 +20,16 @@ def _data_dir(name: str) -> Path:
 
 
 def templates_dir() -> Path:
-    return _data_dir("templates")
+    """hmbuild's templates, or a team's own copy of them named by HMBUILD_TEMPLATES_DIR (a folder
+    holding project/ and api/ laid out like hmbuild's); `new`, `update` and `check` all render from it."""
+    override = os.environ.get("HMBUILD_TEMPLATES_DIR")
+    if not override:
+        return _data_dir("templates")
+    path = Path(override).expanduser().resolve()
+    if not (path / "project").is_dir() or not (path / "api").is_dir():
+        raise HmbuildError(f"HMBUILD_TEMPLATES_DIR={override} is not a templates folder (it needs project/ and api/ "
+                           "like hmbuild's own templates/); fix the path or unset it.")
+    return path
 
 
 def toolchains_dir() -> Path:

@@ -102,7 +102,7 @@ import json5
 from click.testing import CliRunner
 
 from hmbuild.cli import cli
-from hmbuild.generator import MANIFEST
+from hmbuild.generator import BASE, MANIFEST
 
 HOSTILE_NAMES = [
     'a"b', "a'b", "a\\b", "a\nb", "a\rb", "a\x1bb", "$(rm -rf ~)", "`id`", '"; system("x"); //', "x;y", "a b",
@@ -233,7 +233,7 @@ def test_force_adds_the_project_next_to_user_files_and_keeps_them_byte_for_byte(
     assert (root / "hmbuild.toml").is_file() and (root / "src/main/ets/LlmEngine.ets").is_file()
     recorded = json.loads((root / MANIFEST).read_text())["files"]
     assert "notes.txt" not in recorded and "src/main/ets/MyPage.ets" not in recorded
-    assert set(recorded) | {MANIFEST} == set(result.files)
+    assert set(recorded) | {MANIFEST, BASE} == set(result.files)
     assert not [p for p in root.iterdir() if p.name.startswith(".hmbuild-new-")], "staging folder left behind"
 
 
@@ -295,19 +295,24 @@ def test_force_refuses_a_record_of_generated_files_it_cannot_read(tmp_path):
     assert _snapshot(tmp_path) == before
 
 
-def test_a_failed_move_during_force_puts_everything_back(tmp_path, monkeypatch):
-    root = new_project(tmp_path / "proj", name="proj", description="first").root
-    (root / "mine.txt").write_text("user data")
-    before = _snapshot(tmp_path)
+def fail_the_nth_move(monkeypatch, n):
+    """Make the generator's n-th os.replace fail, as a full disk would (also used by test_update)."""
     real_replace, calls = generator.os.replace, []
 
     def failing_replace(src, dst):
         calls.append(dst)
-        if len(calls) == 40:
+        if len(calls) == n:
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
     monkeypatch.setattr(generator.os, "replace", failing_replace)
+
+
+def test_a_failed_move_during_force_puts_everything_back(tmp_path, monkeypatch):
+    root = new_project(tmp_path / "proj", name="proj", description="first").root
+    (root / "mine.txt").write_text("user data")
+    before = _snapshot(tmp_path)
+    fail_the_nth_move(monkeypatch, 40)
     with pytest.raises(HmbuildError) as err:
         new_project(root, name="proj", description="second", force=True)
     assert "No space left" in str(err.value)
