@@ -132,6 +132,48 @@ def validate_ci(ci, where: str = "") -> str:
     return ci
 
 
+# The [[device_class]] rows of hmbuild.toml, which DeviceClasses.ets is written from: key -> (check, what it must be).
+_DC_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+_DC_FILE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_DC_FIELDS = {
+    "name": (lambda v: isinstance(v, str) and bool(_DC_NAME_RE.match(v)), "a short name of letters, digits, _ or -"),
+    "min_total_ram_gb": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1024,
+                         "a number of GB from 0 to 1024"),
+    "model_file": (lambda v: isinstance(v, str) and bool(_DC_FILE_RE.match(v)),
+                   "a file name in the model folder (letters, digits, '.', '_', '-'; no folders)"),
+    "context_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 16 <= v <= 1 << 20,
+                     "a whole number of tokens from 16 to 1048576"),
+    "kv_cache_type": (lambda v: v in ("f16", "q8_0"), "f16 or q8_0"),
+    "min_available_mb": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 1 << 20,
+                         "a whole number of MB from 0 to 1048576"),
+}
+
+
+def validate_device_classes(rows, where: str) -> list[dict] | None:
+    """The [[device_class]] rows (None when there are none: the template's own rows are used),
+    each with every field, the largest class first; values reach ArkTS source, so each is held to
+    a narrow rule rather than escaped."""
+    if rows is None:
+        return None
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise HmbuildError(f"In {where}, device_class must be one or more [[device_class]] tables.")
+    for i, row in enumerate(rows, 1):
+        for key, (ok, rule) in _DC_FIELDS.items():
+            if key not in row:
+                raise HmbuildError(f"In {where}, [[device_class]] row {i} has no {key}; give it {rule}.")
+            if not ok(row[key]):
+                raise HmbuildError(f"In {where}, [[device_class]] row {i} {key} = {_shown(str(row[key]))} must be {rule}.")
+        unknown = sorted(set(row) - set(_DC_FIELDS))
+        if unknown:
+            raise HmbuildError(f"In {where}, [[device_class]] row {i} has unknown key {unknown[0]}; the keys are "
+                               f"{', '.join(_DC_FIELDS)}.")
+    ram = [r["min_total_ram_gb"] for r in rows]
+    if ram != sorted(ram, reverse=True):
+        raise HmbuildError(f"In {where}, the [[device_class]] rows must go from the largest min_total_ram_gb to the "
+                           "smallest (the first row a device reaches is used).")
+    return [{k: r[k] for k in _DC_FIELDS} for r in rows]
+
+
 def default_name(directory: Path) -> str:
     return directory.name.lower().replace("-", "_")
 
@@ -260,6 +302,7 @@ def read_answers(root: Path) -> dict:
     return {"name": validate_name(table.get("name")),
             "description": validate_description(description) if description is not None else None,
             "ci": validate_ci(table.get("ci", "github"), f" in {where} [project] ci"),
+            "device_classes": validate_device_classes(project.settings.get("device_class"), str(where)),
             "hmbuild_version": str(table.get("hmbuild_version", "unknown"))}
 
 
@@ -268,7 +311,9 @@ def project_context(answers: dict) -> dict:
     return {"name": name, "hmbuild_version": __version__, "presets": plain_cmake_presets(),
             "description": description if description is not None else default_description(name),
             # hmbuild.toml from a --config keeps the config's own description, or none.
-            "typed_description": description, "ci": answers["ci"]}
+            "typed_description": description, "ci": answers["ci"]} | (
+        # DeviceClasses.ets follows hmbuild.toml's [[device_class]] rows; without any, the template's.
+        {"device_classes": answers["device_classes"]} if answers.get("device_classes") else {})
 
 
 def _render_into(tree: Path, context: dict, config_src: str | None) -> list[str]:
@@ -467,7 +512,9 @@ def new_project(directory: str | Path, name: str | None = None, config: str | Pa
         raise HmbuildError(f"{root} is not empty; choose a new folder, or pass --force to add hmbuild's files next "
                            "to yours (files hmbuild did not write are never overwritten).")
     owned = read_manifest(root) if non_empty else {}
-    contents = render_project({"name": name, "description": description, "ci": ci}, config_src)
+    device_classes = validate_device_classes(config_settings.get("device_class"), f"the config file {config}")
+    contents = render_project({"name": name, "description": description, "ci": ci, "device_classes": device_classes},
+                              config_src)
     # Staged next to where the files go (same file system, so every move is a rename).
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.hmbuild-new-" if not non_empty else ".hmbuild-new-",
                                     dir=root if non_empty else root.parent))

@@ -164,3 +164,48 @@ def test_the_example_packs_into_a_har_for_a_layout_check(project):
     data = json_of(hm(project, "package", "--target", "linux-arm64", "--json"))
     assert data["har"].endswith("/build/notes_assistant-0.1.0.har") and data["not_ohos_binary"] is True
     assert "package/libs/arm64-v8a/libnotes_assistant.so" in data["files"]
+
+
+def _ets_rows(root) -> list[tuple]:
+    """(name, minTotalRamGb, modelFile, contextSize, kvCacheType, minAvailableMb) of DeviceClasses.ets."""
+    text = (root / "src/main/ets/DeviceClasses.ets").read_text()
+    pattern = (r"name: '([^']*)',\s*minTotalRamGb: ([0-9.]+),\s*modelFile: '([^']*)',\s*contextSize: (\d+),\s*"
+               r"kvCacheType: '([^']*)',\s*minAvailableMb: (\d+)")
+    return re.findall(pattern, text)
+
+
+def test_config_device_classes_reach_the_arkts_table_and_update_follows_edits(tmp_path):
+    """The [[device_class]] rows of a --config file are what InferenceService gets; later edits to
+    hmbuild.toml's rows reach DeviceClasses.ets through `hmbuild update`."""
+    text = CONFIG.read_text().replace('name = "small"', 'name = "tiny"').replace("context_size = 1024", "context_size = 768")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(text)
+    root = tmp_path / "notes"
+    assert run_hmbuild("new", str(root), "--config", str(cfg)).returncode == 0
+    want = [(r["name"], str(r["min_total_ram_gb"]), r["model_file"], str(r["context_size"]), r["kv_cache_type"],
+             str(r["min_available_mb"])) for r in tomllib.loads(text)["device_class"]]
+    assert _ets_rows(root) == want and want[2][0] == "tiny" and want[1][3] == "768"
+    assert run_hmbuild("-C", str(root), "check").returncode == 0
+    toml = root / "hmbuild.toml"
+    toml.write_text(toml.read_text().replace("min_available_mb = 1024", "min_available_mb = 1536"))
+    proc = run_hmbuild("-C", str(root), "update")
+    assert proc.returncode == 0, proc.stderr
+    assert _ets_rows(root)[0][5] == "1536"
+    assert run_hmbuild("-C", str(root), "check").returncode == 0
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (("kv_cache_type = \"f16\"", "kv_cache_type = \"f8\""), "row 1 kv_cache_type = 'f8' must be f16 or q8_0"),
+    (("model_file = \"gemma-3-270m-q4_k_m.gguf\"\ncontext_size = 2048",
+      "model_file = \"../x'.gguf\"\ncontext_size = 2048"), "row 1 model_file"),
+    (("min_total_ram_gb = 10", "min_total_ram_gb = 1"), "from the largest min_total_ram_gb"),
+])
+def test_a_bad_device_class_row_is_one_sentence_and_creates_nothing(tmp_path, edit, needle):
+    text = CONFIG.read_text()
+    assert edit[0] in text
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(text.replace(edit[0], edit[1], 1))
+    root = tmp_path / "p"
+    proc = run_hmbuild("new", str(root), "--config", str(cfg))
+    assert proc.returncode == 1 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not root.exists()
