@@ -204,6 +204,43 @@ def plan(root: Path, base: dict, new: dict[str, bytes], labels: tuple[str, str])
     return changes
 
 
+def derive_api_files(root: Path, changes: list[Change], new: dict[str, bytes]) -> list[Change]:
+    """napi_init.cpp and Index.d.ts are outputs of api.toml, not text to merge: they are rendered
+    again from the api.toml the update leaves (yours, merged, or hmbuild's) and the new runtime's
+    NAPI headers, as `hmbuild api` would. While api.toml itself conflicts, or does not load, the
+    plan is kept as it is and the build's own check (`hmbuild api --check`) speaks later."""
+    from hmbuild.api_schema import NAPI_HEADERS, api_file_of, render_project_api
+    from hmbuild.project import load_project
+
+    project = load_project(root)
+    api_rel = api_file_of(project)
+    by_path = {c.path: c for c in changes}
+    api_change = by_path.get(api_rel)
+    if api_change is not None and (api_change.state == "conflict" or api_change.content is None):
+        return changes
+    if api_change is not None:
+        api_text = api_change.content
+    elif (root / api_rel).is_file():
+        api_text = (root / api_rel).read_bytes()
+    else:
+        return changes
+    headers = NAPI_HEADERS.as_posix() + "/"
+    with tempfile.TemporaryDirectory(prefix="hmbuild-api-") as tmp:
+        generator.write_files(Path(tmp), {api_rel: api_text, **{rel: data for rel, data in new.items()
+                                                                   if rel.startswith(headers)}})
+        try:
+            derived = render_project_api(Path(tmp), project.name, api_rel)
+        except HmbuildError:
+            return changes
+    for rel, text in derived.items():
+        data = text.encode("utf-8")
+        yours = (root / rel).read_bytes() if (root / rel).is_file() else None
+        by_path.pop(rel, None)
+        if yours != data and not generator.blocked_path(root, rel):
+            by_path[rel] = Change(rel, "updated", data, reason=f"generated from {api_rel}")
+    return [by_path[rel] for rel in sorted(by_path)]
+
+
 def pending_conflicts(root: Path, record: dict) -> list[str]:
     """The files the last update left conflict markers in that still hold them."""
     return [rel for rel in record.get("conflicts", [])
@@ -259,7 +296,7 @@ def update_project(directory, dry_run: bool = False, adopt: bool = False) -> Upd
                            "(<<<<<<< yours ... >>>>>>> hmbuild); resolve them, then run it again.")
     result = UpdateResult(root, project.version_from, generator.__version__, dry_run)
     labels = (f"hmbuild {result.version_from}", f"hmbuild {result.version_to}")
-    result.changes = plan(root, project.base, project.new, labels)
+    result.changes = derive_api_files(root, plan(root, project.base, project.new, labels), project.new)
     if dry_run:
         result.diff = unified_diff(root, result.changes)
         return result

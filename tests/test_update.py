@@ -323,3 +323,27 @@ def test_a_binary_file_changed_on_both_sides_keeps_yours_and_says_where_hmbuilds
     hint = error_line(result).split("`")[1]
     assert hint == f"tar -xzOf {BASE} {rel}"
     assert subprocess.run(hint.split(), cwd=project, capture_output=True, check=True).stdout == b"\x00v2"
+
+
+def test_the_api_files_are_rendered_again_from_the_merged_description(project, templates, monkeypatch):
+    """napi_init.cpp and Index.d.ts are outputs of api.toml: with the user's description edit (and
+    `hmbuild api` run) and hmbuild's own edit elsewhere in api.toml, update merges api.toml and
+    writes the two files `hmbuild api` gives for the merged description, never a text merge."""
+    api = project / "api.toml"
+    old = 'doc = "Inference threads; 0 or absent: the number of big cores (4 when unknown)."'
+    assert old in api.read_text()
+    api.write_text(api.read_text().replace(old, 'doc = "Threads for notes; 0: the big cores."'))
+    assert hm(project, "api").exit_code == 0
+    theirs = (templates / "project/api.toml").read_text().replace(
+        'doc = "Overrides InitOptions.timeoutMs for this request."', 'doc = "This request\'s own time limit in ms."')
+    upgrade(monkeypatch, templates, {"api.toml": theirs})
+    result = hm(project, "update", "--json")
+    assert result.exit_code == 0, result.output
+    report = json_of(result)
+    assert "api.toml" in report["merged"]
+    dts = next(p for p in report["updated"] if p.endswith("Index.d.ts"))
+    assert report["reasons"][dts] == "generated from api.toml"
+    text = (project / dts).read_text()
+    assert "Threads for notes; 0: the big cores." in text and "This request's own time limit in ms." in text
+    check = hm(project, "api", "--check")
+    assert check.exit_code == 0, check.output  # exactly what `hmbuild api` writes for the merged api.toml
