@@ -12,6 +12,8 @@ command -v g++ >/dev/null || need+=(g++)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v git >/dev/null || need+=(git)
+# Builds go through ccache when it is on PATH (HMBUILD_CCACHE=0 turns that off).
+command -v ccache >/dev/null || need+=(ccache)
 # scripts/fuzz.py and tests/test_fuzz.py: clang-19 with libFuzzer and the sanitizer runtimes.
 command -v clang++-19 >/dev/null || need+=(clang-19)
 dpkg -s libclang-rt-19-dev >/dev/null 2>&1 || need+=(libclang-rt-19-dev)

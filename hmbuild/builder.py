@@ -3,11 +3,14 @@
 Each target and build type has its own folder, build/<target>-<type>/ (CMake binary dir) with
 conan/ inside it (Conan's generated toolchain). Conan and CMake configure only run again when
 their inputs changed; after that Ninja decides, so a second build with no change does no work.
+With a Conan remote (hmbuild.runtime_package) the runtime comes from its shared Conan package
+instead of being compiled here; with ccache on PATH every compile goes through it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -35,6 +38,11 @@ class BuildResult:
     build_dir: Path
     up_to_date: bool  # nothing was rebuilt
     sanitize: str | None = None  # address | undefined | thread, or None
+    runtime: str = "vendored"  # compiled from src/main/cpp/hmllm, or its package: downloaded | built | cached
+    runtime_package: str | None = None  # hmllm/<version>#<revision>:<package id>
+    remote: str | None = None
+    uploaded: bool = False  # the runtime binary was uploaded to the remote by this build
+    ccache: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -45,6 +53,11 @@ class BuildResult:
             "build_dir": str(self.build_dir),
             "up_to_date": self.up_to_date,
             "sanitize": self.sanitize,
+            "runtime": self.runtime,
+            "runtime_package": self.runtime_package,
+            "remote": self.remote,
+            "uploaded": self.uploaded,
+            "ccache": self.ccache,
         }
 
 
@@ -69,9 +82,17 @@ def _tool(name: str) -> str:
     return path
 
 
+def ccache_launcher() -> str | None:
+    """ccache's path when it is on PATH and HMBUILD_CCACHE is not 0: every compile then goes through it."""
+    if os.environ.get("HMBUILD_CCACHE") == "0":
+        return None
+    return shutil.which("ccache")
+
+
 def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None, env: dict | None = None,
          verbose: bool = False) -> str:
-    """Run one build step, its output kept in `log`; a failure shows the tail and says where the rest is."""
+    """Run one build step, its output kept in `log`; a failure gives Conan's own error sentence when
+    there is one, else shows the tail and says where the rest is."""
     env = env or tool_env()
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
@@ -82,6 +103,9 @@ def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None, env: dic
     if verbose:
         sys.stderr.write(proc.stdout)
     if proc.returncode != 0:
+        conan_errors = [line.removeprefix("ERROR: ") for line in proc.stdout.splitlines() if line.startswith("ERROR: ")]
+        if conan_errors:
+            raise HmbuildError(f"{what} failed: {conan_errors[-1].rstrip('.')} (the full log is {log}).")
         tail = "\n".join(proc.stdout.rstrip().splitlines()[-25:])
         sys.stderr.write(tail + "\n")
         raise HmbuildError(f"{what} failed (exit {proc.returncode}); the full log is {log}.")
@@ -126,7 +150,12 @@ SANITIZERS = tuple(SANITIZE_FLAGS)
 
 
 def build(project: Project, target: Target, build_type: str, verbose: bool = False,
-          sanitize: str | None = None) -> BuildResult:
+          sanitize: str | None = None, remote: str | None = None) -> BuildResult:
+    """Builds lib<name>.so. `remote` (default: HMBUILD_REMOTE, then hmbuild.toml [build] remote) is
+    the Conan remote the runtime's binary is shared through; without one the runtime is compiled
+    from the vendored sources, as plain CMake and DevEco Studio do."""
+    from hmbuild import runtime_package
+
     regenerate_if_stale(project)  # an edited api.toml reaches napi_init.cpp and Index.d.ts before compiling
     target.require_buildable()
     if sanitize is not None and sanitize not in SANITIZE_FLAGS:
@@ -134,6 +163,15 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
     if sanitize and target.name != "host":
         raise HmbuildError("--sanitize works for the host target only (the sanitizer runtimes must load into the "
                            "host Node.js); use --target host.")
+    remote = runtime_package.resolve_remote(project, remote)
+    if remote and sanitize:
+        # The runtime must be instrumented too, and a shared binary is not.
+        print(f"hmbuild: --sanitize compiles the runtime from its vendored sources (remote '{remote}' not used)",
+              file=sys.stderr)
+        remote = None
+    if remote:
+        ensure_conan_home()
+        runtime_package.check_usable(project, remote)  # before anything is written
     build_dir = project.build_dir(target.name, build_type, sanitize)
     conan_dir = build_dir / "conan"
     conan_dir.mkdir(parents=True, exist_ok=True)
@@ -147,10 +185,16 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
     headers = None
     if target.conan_os != "OHOS":
         headers = napi_headers_dir(install=True)
+    ccache = ccache_launcher()
     cmake_args = [
         f"-DCMAKE_TOOLCHAIN_FILE={conan_dir / 'conan_toolchain.cmake'}",
         f"-DCMAKE_BUILD_TYPE={build_type}",
         f"-D{project.name.upper()}_BUILD_TESTS=ON",
+        # Always given, so switching between the vendored and the packaged runtime (or turning
+        # ccache off) leaves nothing behind in the CMake cache.
+        f"-DHMLLM_FROM_PACKAGE={'ON' if remote else 'OFF'}",
+        *((f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache}" if ccache else f"-UCMAKE_{lang}_COMPILER_LAUNCHER")
+          for lang in ("C", "CXX")),
         *(f"-D{k}={v}" for k, v in sorted(target.cmake_cache.items())),
     ]
     if headers:
@@ -159,23 +203,41 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
         flags = SANITIZE_FLAGS[sanitize]
         cmake_args += [f"-DCMAKE_CXX_FLAGS={flags}", f"-DCMAKE_EXE_LINKER_FLAGS={flags}",
                        f"-DCMAKE_SHARED_LINKER_FLAGS={flags}"]
-    conanfile = project.root / "conanfile.py"
-    stamp_text = "\n".join([__version__, profile_text, conanfile.read_text(encoding="utf-8"), *cmake_args])
+    conanfile_text = (project.root / "conanfile.py").read_text(encoding="utf-8")
+    conan_args = ["-pr:h", str(profile), "-pr:b", "default", "--output-folder", str(conan_dir)]
+    if remote:
+        # Exported on every build (a fraction of a second): an edit to the vendored runtime is a new
+        # recipe revision, which changes the stamp below and so installs (builds) the new binary.
+        reference = runtime_package.export_recipe(project, conan_dir, log)
+        conan_args += runtime_package.install_args(reference, remote, conan_dir)
+        if ccache:
+            launchers = {f"CMAKE_{lang}_COMPILER_LAUNCHER": ccache for lang in ("C", "CXX")}
+            conan_args += ["-c", f"hmllm/*:tools.cmake.cmaketoolchain:extra_variables*={json.dumps(launchers)}"]
+    else:
+        conan_args.append("-nr")
+    stamp_text = "\n".join([__version__, profile_text, conanfile_text, *conan_args, *cmake_args])
     stamp_hash = hashlib.sha256(stamp_text.encode()).hexdigest()
     stamp = build_dir / "hmbuild-configure.stamp"
     configured = (stamp.exists() and stamp.read_text().strip() == stamp_hash
                   and (conan_dir / "conan_toolchain.cmake").exists() and (build_dir / "build.ninja").exists())
 
+    package = None
     if not configured:
         ensure_conan_home()
-        print(f"hmbuild: conan install for {target.name} ({target.triple}, {build_type})", file=sys.stderr)
-        _run([_tool("conan"), "install", str(project.root), "-pr:h", str(profile), "-pr:b", "default",
-              "--output-folder", str(conan_dir), "-nr"], log, f"conan install for {target.name}", verbose=verbose)
+        install = f"conan install for {target.name}" + (f" with remote '{remote}'" if remote else "")
+        print(f"hmbuild: {install} ({target.triple}, {build_type})", file=sys.stderr)
+        _run([_tool("conan"), "install", str(project.root), *conan_args], log, install, verbose=verbose)
+        if remote:
+            package = runtime_package.share(conan_dir, remote, log)
+            runtime_package.announce(package, remote)
         print(f"hmbuild: configuring {build_dir}", file=sys.stderr)
         _run([_tool("cmake"), "-S", str(project.cpp_dir), "-B", str(build_dir), "-G", "Ninja",
               f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}", *cmake_args], log, f"CMake configure for {target.name}",
              verbose=verbose)
         stamp.write_text(stamp_hash + "\n")
+    elif remote:
+        package = runtime_package.cached(conan_dir)
+        runtime_package.announce(package, remote)
 
     print(f"hmbuild: building lib{project.name}.so for {target.name}", file=sys.stderr)
     out = _run([_tool("cmake"), "--build", str(build_dir)], log, f"The {target.name} build", verbose=verbose)
@@ -190,4 +252,9 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
         build_dir=build_dir,
         up_to_date=configured and "no work to do" in out,
         sanitize=sanitize,
+        runtime=package.status if package else "vendored",
+        runtime_package=package.reference if package else None,
+        remote=remote,
+        uploaded=bool(package and package.uploaded),
+        ccache=ccache is not None,
     )

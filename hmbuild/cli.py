@@ -118,20 +118,26 @@ def _resolve(ctx, target_flag, build_type_flag):
 @cli.command("build")
 @click.option("--target", "target_flag", help="host | linux-arm64 | ohos-arm64 | ohos-x86_64 (default: hmbuild.toml).")
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--remote", "remote_flag", metavar="NAME",
+              help="Conan remote (in hmbuild's Conan home) to share the runtime's binary through: downloaded "
+                   "when it has one for this profile, else built here and uploaded (default: HMBUILD_REMOTE, "
+                   "hmbuild.toml [build] remote; none: compile the vendored runtime).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
 @click.pass_context
-def build_cmd(ctx, target_flag, build_type_flag, as_json, verbose):
+def build_cmd(ctx, target_flag, build_type_flag, remote_flag, as_json, verbose):
     """Build the project's native library for a target."""
     from hmbuild.builder import build
+    from hmbuild.runtime_package import describe
 
     project, target, build_type = _resolve(ctx, target_flag, build_type_flag)
-    result = build(project, target, build_type, verbose=verbose)
+    result = build(project, target, build_type, verbose=verbose, remote=remote_flag)
     if as_json:
         _emit_json({"ok": True, **result.to_json()})
     else:
         state = "up to date" if result.up_to_date else "built"
-        click.echo(f"{result.library} ({result.target}, {result.build_type}, {state})")
+        runtime = f"; runtime {describe(result.runtime, result.remote, result.uploaded)}" if result.remote else ""
+        click.echo(f"{result.library} ({result.target}, {result.build_type}, {state}{runtime})")
 
 
 @cli.command("test")
@@ -344,6 +350,15 @@ def doctor(as_json):
     click.echo("tools:")
     for tool in report["tools"]:
         click.echo(f"    {tool['name']}: {tool['found'] or 'missing — fix: ' + tool['fix']}")
+    ccache, conan = report["ccache"], report["conan"]
+    if not ccache["found"]:
+        click.echo(f"    ccache: missing, so builds compile without a cache — fix: {ccache['fix']}")
+    else:
+        stats = f"; {ccache['stats']['hits']} hits, {ccache['stats']['misses']} misses" if ccache["stats"] else ""
+        use = "builds use it" if ccache["used"] else "not used: HMBUILD_CCACHE=0"
+        click.echo(f"    ccache: {ccache['found']} ({use}{stats})")
+    click.echo(f"conan home: {conan['home']} (HMBUILD_CONAN_HOME); remotes for `build --remote`: "
+               f"{', '.join(conan['remotes']) or 'none'}")
 
 
 @cli.command()

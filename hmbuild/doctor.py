@@ -4,10 +4,12 @@ exact command that installs what is missing."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from dataclasses import dataclass
 
-from hmbuild.builder import tool_env
+from hmbuild.builder import ccache_launcher, conan_home, tool_env
 from hmbuild.node_tools import arm64_node, napi_headers_dir
+from hmbuild.runtime_package import configured_remotes
 from hmbuild.targets import TARGET_NAMES, Target, resolve_target
 
 
@@ -43,8 +45,31 @@ def tool_checks() -> list[ToolCheck]:
     return checks
 
 
+def ccache_report() -> dict:
+    """ccache is optional: without it builds work, only slower after a change."""
+    found = shutil.which("ccache")
+    return {"found": found, "used": ccache_launcher() is not None,
+            "fix": None if found else "apt-get install -y ccache", "stats": _ccache_stats(found) if found else None}
+
+
+def _ccache_stats(ccache: str) -> dict | None:
+    # ccache 4 prints its counters one per line as name<TAB>value for scripts; older ones cannot.
+    proc = subprocess.run([ccache, "--print-stats"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    counters = dict(line.split("\t", 1) for line in proc.stdout.splitlines() if "\t" in line)
+    hits = sum(int(counters.get(k, 0)) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
+    return {"hits": hits, "misses": int(counters.get("cache_miss", 0))}
+
+
+def conan_report() -> dict:
+    """hmbuild's Conan home and its remotes (`hmbuild build --remote NAME` takes one of them)."""
+    home = conan_home()
+    return {"home": str(home), "remotes": configured_remotes() if home.is_dir() else []}
+
+
 def doctor() -> dict:
     targets = [target_report(resolve_target(name)) for name in TARGET_NAMES]
     tools = [{"name": c.name, "found": c.found, "fix": None if c.found else c.fix} for c in tool_checks()]
-    return {"targets": targets, "tools": tools,
+    return {"targets": targets, "tools": tools, "ccache": ccache_report(), "conan": conan_report(),
             "ready": all(t["ready"] for t in targets if not t["name"].startswith("ohos")) and all(t["found"] for t in tools)}
