@@ -92,8 +92,9 @@ test(`${ROUNDS} rounds of ${PER_ROUND} mixed calls: all settle, BUSY only past t
       rss.map((b) => Math.round(b / 1048576)).join(' '));
     assert.ok(counts.ok > 0, 'nothing was answered');
     assert.ok((codes.BUSY ?? 0) > 0, 'the queue bound was never reached');
-    // Under ASan freed memory sits in its quarantine (up to 256 MB) by design: RSS says nothing there.
-    if (rss.length >= 4 && process.env.HMBUILD_SANITIZE !== 'address') {
+    // Also under ASan: `hmbuild test --sanitize address` bounds its quarantine to 16 MB, so freed
+    // memory held there cannot pass for a leak (measured: 380 385 359 363 359 359 363 MB).
+    if (rss.length >= 4) {
       // Plateau: the early cycles' largest RSS; the last cycles must not climb past it by more
       // than allocator noise.
       const plateau = Math.max(...rss.slice(1, 3));
