@@ -173,3 +173,21 @@ def test_sampling_is_reproducible_by_seed_and_varies_across_seeds(project):
 def test_a_context_too_small_for_the_prompt_is_refused_with_the_limit(project):
     proc = run_hmbuild("-C", str(project), "run", "--prompt", "word " * 40, "--ctx", "16")
     assert proc.returncode != 0 and "context size of 16" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("kv", ["f16", "q8_0"])
+def test_real_gemma_gives_the_same_bits_whatever_the_thread_count(project, tmp_path, kv):
+    """How the work is split (row chunks, Q/K/V and gate/up as one step, a KV head's query heads
+    split across threads) must not change a bit: 1, 2 and 3 threads give the same tokens and the
+    same logits of the last step, so a phone's core count never changes an answer."""
+    prompt = "The capital of France is Paris. The capital of Italy is"
+    seen = []
+    for threads in (1, 2, 3):
+        logits_file = tmp_path / f"l{threads}.bin"
+        out = run_json(project, "--prompt", prompt, "--max-tokens", "6", "--kv", kv, "--ctx", "256",
+                       "--threads", str(threads), "--logits-out", str(logits_file))
+        assert out["threads"] == threads
+        seen.append((out["tokens"], np.fromfile(logits_file, dtype=np.uint32)))
+    for tokens, bits in seen[1:]:
+        assert tokens == seen[0][0]
+        assert np.array_equal(bits, seen[0][1]), f"{int((bits != seen[0][1]).sum())} logits differ in their bits"
