@@ -106,15 +106,17 @@ _INT4_GROUP = {"int4-g128": 128, "int4-g64": 64, "int4-g32": 32}
 # file's own scheme keeps its real tensor sizes instead of an estimate.
 _FILE_TYPE_SCHEME = {1: "f16", 7: "q8_0", 15: "q4_k_m"}
 
-def requantised_tensor_bytes(name: str, shape: tuple[int, ...], scheme: str, source_type: int = 0) -> int:
+def requantised_tensor_bytes(name: str, shape: tuple[int, ...], scheme: str, source_type: int = 0,
+                             source_bytes: int | None = None) -> int:
     """Bytes of one tensor (shape in GGUF's ne order, ne[0] = n_cols) after re-quantization with
     SCHEME, by the rules of `hmbuild quantize` (hmbuild/quantize.py, _default_type and _fit):
     1-D tensors and anything named *norm* stay F32; under the INT4 schemes the attention Q, K, V
     (and fused QKV) projections stay Q8_0 and every other matrix (token embedding, attn_output,
     FFN, output) becomes HM_Q4_G<G>; a matrix the INT4 format cannot hold (not 2-D, n_rows % 4,
     n_cols % G) falls back to Q8_0, or to a float type (F32 if it was F32, else F16) when n_cols % 32
-    too. q8_0 and f16 put every matrix in that type (Q8_0 with the same float fallback); q4_k_m,
-    which hmbuild does not write, is the ~4.85-bit llama.cpp average per matrix element."""
+    too. A matrix already stored narrower than its default type (source_bytes given) keeps its size,
+    as quantize never widens one. q8_0 and f16 put every matrix in that type (Q8_0 with the same float
+    fallback); q4_k_m, which hmbuild does not write, is the ~4.85-bit llama.cpp average per matrix element."""
     n_cols = shape[0]
     n_rows = math.prod(shape[1:]) if len(shape) > 1 else 1
     n = n_cols * n_rows
@@ -129,7 +131,14 @@ def requantised_tensor_bytes(name: str, shape: tuple[int, ...], scheme: str, sou
     if scheme == "q4_k_m":
         return int(n * BITS_PER_WEIGHT["q4_k_m"] / 8)
     group = _INT4_GROUP[scheme]
-    if name.endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight")):
+    is_qkv = name.endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight"))
+    if source_bytes is not None:
+        from hmbuild.int4_format import GGML_TYPE
+        from hmbuild.quantize import keeps_source
+
+        if keeps_source(source_type, 8 if is_qkv else GGML_TYPE[group]):  # 8: Q8_0
+            return source_bytes
+    if is_qkv:
         return q8
     if len(shape) != 2 or n_rows % 4 or n_cols % group:
         return q8
@@ -456,7 +465,7 @@ def _weights(dims: ModelDims, quant: str | None) -> tuple[int, str]:
         how = {"q8_0": "every matrix as Q8_0, norms F32", "f16": "every matrix as F16, norms F32",
                "q4_k_m": "matrices at ~4.85 bits (llama.cpp's Q4_K_M average), norms F32"}.get(
             quant, f"as `hmbuild quantize --scheme {quant}` writes them")
-        return (sum(requantised_tensor_bytes(n, s, quant, ty) for n, s, _, ty in dims.tensors),
+        return (sum(requantised_tensor_bytes(n, s, quant, ty, nb) for n, s, nb, ty in dims.tensors),
                 f"the GGUF's tensors re-estimated: {how}")
     return weights_from_params(dims.params, quant), f"{dims.params:,} parameters x {BITS_PER_WEIGHT[quant]:g} bits"
 

@@ -73,6 +73,13 @@ def bits_per_weight(type_id: int) -> float:
     return size * 8 / block
 
 
+def keeps_source(source_type: int, wanted: int) -> bool:
+    """Whether a matrix stored as source_type stays as it is when the default asks for `wanted`:
+    a quantized type the engine runs that is already narrower (never widened)."""
+    return (source_type in ENGINE_TYPES and source_type not in (F32, F16)
+            and bits_per_weight(source_type) < bits_per_weight(wanted))
+
+
 def type_nbytes(type_id: int, n_rows: int, n_cols: int) -> int:
     import gguf
 
@@ -249,8 +256,7 @@ def plan_tensors(reader, group: int, rules: list[KeepRule]) -> list[TensorPlan]:
             if fnmatch.fnmatchcase(t.name, r.pattern):
                 used[i] = True
                 t.wanted, t.rule = r.type_id, f"--keep {r.text}"
-        if (t.rule == "default" and len(t.shape) > 1 and t.source_type in ENGINE_TYPES
-                and t.source_type not in (F32, F16) and bits_per_weight(t.source_type) < bits_per_weight(t.wanted)):
+        if t.rule == "default" and len(t.shape) > 1 and keeps_source(t.source_type, t.wanted):
             # Never widen: a Q5_0 Q/K/V matrix made Q8_0 is larger and holds the same values.
             t.wanted, t.rule = SOURCE, f"default (already {bits_per_weight(t.source_type):g} bits per weight)"
         t.type, t.reason = _fit(t, t.wanted)
