@@ -240,7 +240,13 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
         runtime_package.announce(package, remote)
 
     print(f"hmbuild: building lib{project.name}.so for {target.name}", file=sys.stderr)
-    out = _run([_tool("cmake"), "--build", str(build_dir)], log, f"The {target.name} build", verbose=verbose)
+    build_env = tool_env()
+    if ccache:
+        # Paths under the project are hashed relative to it, so the same sources compiled in another
+        # checkout (another CI runner's folder, a fresh project) hit the same cache entries.
+        build_env.setdefault("CCACHE_BASEDIR", str(project.root))
+    out = _run([_tool("cmake"), "--build", str(build_dir)], log, f"The {target.name} build", env=build_env,
+               verbose=verbose)
     library = build_dir / project.library_name
     if not library.is_file():
         raise HmbuildError(f"The build finished but {library} is missing; see {log}.")
