@@ -399,3 +399,13 @@ def test_provider_none_removes_hmbuilds_ci_file_also_in_a_project_without_a_reco
     assert tomllib.loads((root / "hmbuild.toml").read_text())["project"]["ci"] == "none"
     with pytest.raises(HmbuildError, match="Unknown CI provider"):
         ci.write_ci(root, "jenkins")
+
+
+def test_git_ignores_what_the_ci_writes_into_the_project(projects):
+    """The caches, reports and SDK download the jobs leave in the checkout are never committed."""
+    from hmbuild import ci
+
+    for provider in ("github", "gitlab"):
+        ignored = (projects / provider / ".gitignore").read_text().splitlines()
+        for path in (ci.CACHE_ROOT, ci.REPORTS, ".ohos-sdk", ".ohos-sdk.archive"):
+            assert f"/{path}/" in ignored or f"/{path}" in ignored, path
