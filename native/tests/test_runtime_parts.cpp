@@ -66,6 +66,7 @@ TEST_CASE(a_pool_that_owns_all_its_threads_leaves_the_caller_idle) {
 TEST_CASE(run_moves_the_work_onto_the_leader_which_joins_its_own_parallel_steps) {
     ThreadPool pool(3, /*caller_works=*/false);
     const std::thread::id caller = std::this_thread::get_id();
+    int leader_chunks = 0;  // over all passes: which thread wins a chunk is up to the scheduler
     for (int pass = 0; pass < 100; ++pass) {
         std::thread::id leader;
         std::atomic<int> on_caller{0}, on_leader{0};
@@ -83,8 +84,9 @@ TEST_CASE(run_moves_the_work_onto_the_leader_which_joins_its_own_parallel_steps)
         CHECK(leader != caller);
         CHECK_EQ(on_caller.load(), 0);
         for (auto& h : hits) CHECK_EQ(h.load(), 1);
-        if (pass == 99) CHECK(on_leader.load() > 0);  // the leader works too (over 100 passes)
+        leader_chunks += on_leader.load();
     }
+    CHECK(leader_chunks > 0);  // the leader works too, it does not only wait for its steps
     // Plain parallel_for from the caller still works between runs, and errors come back.
     std::atomic<int> total{0};
     pool.parallel_for(10, [&](int64_t) { total++; });
