@@ -32,6 +32,9 @@ VARIANTS = [
     ("hmbuild int4-g128", ("hmbuild", "int4-g128", None)),
     ("hmbuild int4-g32", ("hmbuild", "int4-g32", None)),
     ("hmbuild int4-g128, token_embd Q8_0", ("hmbuild", "int4-g128", "q8_0:token_embd.weight")),
+    # The blocks copied as they are: only the 8-bit embedding / output matrix re-quantized.
+    ("hmbuild int4-g128 of the embedding only", ("hmbuild", "int4-g128", "source:blk.*")),
+    ("hmbuild int4-g32 of the embedding only", ("hmbuild", "int4-g32", "source:blk.*")),
     ("llama.cpp Q4_0, token_embd Q4_0", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, GGML_TYPE_Q4_0)),
     ("llama.cpp Q4_0 (token_embd stays Q8_0)", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, None)),
 ]
