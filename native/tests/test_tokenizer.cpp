@@ -298,10 +298,15 @@ Json read_json(const std::string& path) {
 std::string fixtures_dir() {
     const char* env = std::getenv("HMLLM_FIXTURES_DIR");
     if (env != nullptr && *env) return env;
-    std::string here = __FILE__;
+#ifdef HMLLM_TESTS_DIR
+    const std::string here_dir = HMLLM_TESTS_DIR;  // set by CMake: __FILE__ is relative under ccache
+#else
+    const std::string here = __FILE__;
     const size_t slash = here.rfind('/');
     if (slash == std::string::npos) return {};
-    const std::string dir = here.substr(0, slash) + "/../../tests/fixtures/llama_cpp";
+    const std::string here_dir = here.substr(0, slash);
+#endif
+    const std::string dir = here_dir + "/../../tests/fixtures/llama_cpp";
     return access((dir + "/bpe_reduced_tokenize.json").c_str(), R_OK) == 0 ? dir : std::string();
 }
 
