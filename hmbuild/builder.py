@@ -240,13 +240,9 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
         runtime_package.announce(package, remote)
 
     print(f"hmbuild: building lib{project.name}.so for {target.name}", file=sys.stderr)
-    build_env = tool_env()
-    if ccache:
-        # Paths under the project are hashed relative to it, so the same sources compiled in another
-        # checkout (another CI runner's folder, a fresh project) hit the same cache entries.
-        build_env.setdefault("CCACHE_BASEDIR", str(project.root))
-    out = _run([_tool("cmake"), "--build", str(build_dir)], log, f"The {target.name} build", env=build_env,
-               verbose=verbose)
+    # No CCACHE_BASEDIR: it would make compiles relative to the top build folder (Ninja runs them
+    # there), and anything relying on __FILE__ from another folder would break; tried and dropped.
+    out = _run([_tool("cmake"), "--build", str(build_dir)], log, f"The {target.name} build", verbose=verbose)
     library = build_dir / project.library_name
     if not library.is_file():
         raise HmbuildError(f"The build finished but {library} is missing; see {log}.")

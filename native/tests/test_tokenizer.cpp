@@ -299,7 +299,7 @@ std::string fixtures_dir() {
     const char* env = std::getenv("HMLLM_FIXTURES_DIR");
     if (env != nullptr && *env) return env;
 #ifdef HMLLM_TESTS_DIR
-    const std::string here_dir = HMLLM_TESTS_DIR;  // set by CMake: __FILE__ is relative under ccache
+    const std::string here_dir = HMLLM_TESTS_DIR;  // set by CMake: __FILE__ may be relative
 #else
     const std::string here = __FILE__;
     const size_t slash = here.rfind('/');
