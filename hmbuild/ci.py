@@ -212,7 +212,7 @@ def write_ci(directory: str | Path, provider: str | None = None, force: bool = F
     Everything is decided before anything is written, and written all or nothing."""
     from hmbuild.generator import blocked_path, read_manifest, sha256
     from hmbuild.project import load_project
-    from hmbuild.update import _apply
+    from hmbuild.update import apply_writes
 
     project = load_project(directory)
     root = project.root
@@ -250,6 +250,6 @@ def write_ci(directory: str | Path, provider: str | None = None, force: bool = F
                                                       root / "hmbuild.toml"),
               **_record(root, files, removed + kept, provider)}
     # update's writer: staged, then moved in one rename at a time, put back if one fails.
-    _apply(root, {rel: data for rel, data in writes.items()
+    apply_writes(root, {rel: data for rel, data in writes.items()
                   if not (root / rel).is_file() or (root / rel).read_bytes() != data}, removed)
     return CiResult(provider=provider, written=sorted(files), removed=removed, kept=kept)

@@ -125,8 +125,7 @@ def sanitizer_env(target: Target, sanitize: str) -> dict[str, str]:
     """Options that make every report fail its test (a distinct exit code per sanitizer). Node.js
     is not built with ASan, so for address the runtime is preloaded for the addon to use it; leak
     checking is off because Node itself keeps allocations alive at exit."""
-    # HMBUILD_SANITIZE tells a test which sanitizer runs it.
-    env = {"HMBUILD_SANITIZE": sanitize, "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87"}
+    env = {"UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87"}
     if sanitize == "address":
         env["LD_PRELOAD"] = _runtime_library(target, "libasan.so")
         # A small quarantine (default 256 MB) keeps a use-after-free caught within the last 16 MB

@@ -304,11 +304,13 @@ def update_project(directory, dry_run: bool = False, adopt: bool = False) -> Upd
     for rel, data in generator.records(project.new, project.source, result.marked()).items():
         if not (root / rel).is_file() or (root / rel).read_bytes() != data:
             writes[rel] = data
-    _apply(root, writes, result.paths("removed"))
+    apply_writes(root, writes, result.paths("removed"))
     return result
 
 
-def _apply(root: Path, writes: dict[str, bytes], removes: list[str]) -> None:
+def apply_writes(root: Path, writes: dict[str, bytes], removes: list[str]) -> None:
+    """Writes `writes` and removes `removes` under root all or nothing (staged, then generator.move_into);
+    folders left empty by the removals go too. Also `hmbuild ci`'s writer."""
     if not writes and not removes:
         return
     staging = Path(tempfile.mkdtemp(prefix=".hmbuild-update-", dir=root))
