@@ -75,7 +75,8 @@ def conan_home() -> Path:
     return Path(os.environ.get("HMBUILD_CONAN_HOME") or cache_dir() / "conan")
 
 
-def _tool(name: str) -> str:
+def tool_path(name: str) -> str:
+    """The path of a build tool (conan, cmake, ninja, ctest) on tool_env()'s PATH, the pinned one first."""
     path = shutil.which(name, path=tool_env()["PATH"])
     if path is None:
         raise HmbuildError(f"{name} was not found; reinstall hmbuild (`pip install hmbuild`) to get the pinned {name}.")
@@ -89,8 +90,8 @@ def ccache_launcher() -> str | None:
     return shutil.which("ccache")
 
 
-def _run(cmd: list[str], log: Path, what: str, cwd: Path | None = None, env: dict | None = None,
-         verbose: bool = False) -> str:
+def run_step(cmd: list[str], log: Path, what: str, cwd: Path | None = None, env: dict | None = None,
+             verbose: bool = False) -> str:
     """Run one build step, its output kept in `log`; a failure gives Conan's own error sentence when
     there is one, else shows the tail and says where the rest is."""
     env = env or tool_env()
@@ -121,7 +122,8 @@ def ensure_conan_home() -> Path:
         shutil.copyfile(src, dst)
     if not (home / "profiles" / "default").exists():
         log = home / "hmbuild-detect.log"
-        _run([_tool("conan"), "profile", "detect", "--exist-ok"], log, "Detecting the build machine's Conan profile")
+        run_step([tool_path("conan"), "profile", "detect", "--exist-ok"], log,
+                 "Detecting the build machine's Conan profile")
     return home
 
 
@@ -226,14 +228,14 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
         ensure_conan_home()
         install = f"conan install for {target.name}" + (f" with remote '{remote}'" if remote else "")
         print(f"hmbuild: {install} ({target.triple}, {build_type})", file=sys.stderr)
-        _run([_tool("conan"), "install", str(project.root), *conan_args], log, install, verbose=verbose)
+        run_step([tool_path("conan"), "install", str(project.root), *conan_args], log, install, verbose=verbose)
         if remote:
             package = runtime_package.share(conan_dir, remote, log)
             runtime_package.announce(package, remote)
         print(f"hmbuild: configuring {build_dir}", file=sys.stderr)
-        _run([_tool("cmake"), "-S", str(project.cpp_dir), "-B", str(build_dir), "-G", "Ninja",
-              f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}", *cmake_args], log, f"CMake configure for {target.name}",
-             verbose=verbose)
+        run_step([tool_path("cmake"), "-S", str(project.cpp_dir), "-B", str(build_dir), "-G", "Ninja",
+                  f"-DCMAKE_MAKE_PROGRAM={tool_path('ninja')}", *cmake_args], log,
+                 f"CMake configure for {target.name}", verbose=verbose)
         stamp.write_text(stamp_hash + "\n")
     elif remote:
         package = runtime_package.cached(conan_dir)
@@ -242,7 +244,8 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
     print(f"hmbuild: building lib{project.name}.so for {target.name}", file=sys.stderr)
     # No CCACHE_BASEDIR: it would make compiles relative to the top build folder (Ninja runs them
     # there), and anything relying on __FILE__ from another folder would break; tried and dropped.
-    out = _run([_tool("cmake"), "--build", str(build_dir)], log, f"The {target.name} build", verbose=verbose)
+    out = run_step([tool_path("cmake"), "--build", str(build_dir)], log, f"The {target.name} build",
+                   verbose=verbose)
     library = build_dir / project.library_name
     if not library.is_file():
         raise HmbuildError(f"The build finished but {library} is missing; see {log}.")

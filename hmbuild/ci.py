@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from hmbuild import __version__
 from hmbuild.errors import HmbuildError
 from hmbuild.models import GEMMA3_270M
 
@@ -149,10 +148,10 @@ def ci_files(context: dict) -> dict[str, str]:
     # A team's HMBUILD_TEMPLATES_DIR may bring its own ci/ templates; hmbuild's serve where it has none.
     env.loader = jinja2.ChoiceLoader([env.loader, jinja2.FileSystemLoader(str(_data_dir("templates")))])
     try:
+        # The project's whole context (generator.project_context: name, description, ...) and the CI's data.
         text = env.get_template(f"ci/{provider}.yml.j2").render(
-            name=context["name"], hmbuild_version=context["hmbuild_version"], image=IMAGE, cpus=CPUS,
-            cache_env=CACHE_ENV, venv=VENV, reports=REPORTS, sdk_fetch=SDK_FETCH, pip_spec_var=PIP_SPEC_VAR,
-            sdk_url_var=SDK_URL_VAR, pip_spec=f"hmbuild=={context['hmbuild_version']}",
+            context, image=IMAGE, cpus=CPUS, cache_env=CACHE_ENV, venv=VENV, reports=REPORTS, sdk_fetch=SDK_FETCH,
+            pip_spec_var=PIP_SPEC_VAR, sdk_url_var=SDK_URL_VAR, pip_spec=f"hmbuild=={context['hmbuild_version']}",
             jobs=[_job_view(job, provider, context) for job in JOBS])
     except jinja2.TemplateError as exc:
         raise HmbuildError(f"The {provider} CI template failed to render ({exc}); fix the ci/ templates "
@@ -172,19 +171,6 @@ class CiResult:
                 "kept": self.kept}
 
 
-def _with_provider(toml_text: str, provider: str, where: Path) -> bytes:
-    """hmbuild.toml's text with [project] ci set; tomlkit (not tomllib) so the comments stay."""
-    import tomlkit
-    import tomlkit.exceptions
-
-    try:
-        doc = tomlkit.parse(toml_text)
-        doc["project"]["ci"] = provider
-    except (tomlkit.exceptions.TOMLKitError, KeyError, TypeError) as exc:
-        raise HmbuildError(f"{where} is not TOML hmbuild can edit ({exc}); fix it and retry.") from None
-    return tomlkit.dumps(doc).encode("utf-8")
-
-
 def _record(root: Path, ci: dict[str, bytes], dropped: list[str], provider: str) -> dict[str, bytes]:
     """hmbuild's record of what it generated (generator.MANIFEST, and BASE, the render `hmbuild
     update` merges from), now with the new CI files, without the dropped ones, and with the
@@ -200,7 +186,8 @@ def _record(root: Path, ci: dict[str, bytes], dropped: list[str], provider: str)
         return {generator.MANIFEST: (json.dumps(record, indent=1) + "\n").encode("utf-8")}
     base = {rel: data for rel, data in base.items() if rel not in dropped} | ci
     if "hmbuild.toml" in base:
-        base["hmbuild.toml"] = _with_provider(base["hmbuild.toml"].decode("utf-8"), provider, root / generator.BASE)
+        base["hmbuild.toml"] = generator.set_project_values(base["hmbuild.toml"], {"ci": provider},
+                                                            root / generator.BASE)
     conflicts = [rel for rel in record.get("conflicts", []) if rel in base]
     return generator.records(base, record.get("hmbuild_toml", "config"), conflicts)
 
@@ -210,7 +197,8 @@ def write_ci(directory: str | Path, provider: str | None = None, force: bool = F
     into the project, record the provider in hmbuild.toml, and remove the other provider's file if
     hmbuild wrote it and nobody changed it. A CI file someone edited is replaced only with `force`.
     Everything is decided before anything is written, and written all or nothing."""
-    from hmbuild.generator import blocked_path, read_manifest, sha256
+    from hmbuild.generator import (blocked_path, project_context, read_answers, read_manifest, set_project_values,
+                                   sha256)
     from hmbuild.project import load_project
     from hmbuild.update import apply_writes
 
@@ -221,8 +209,9 @@ def write_ci(directory: str | Path, provider: str | None = None, force: bool = F
     if provider not in PROVIDERS:
         raise HmbuildError(f"Unknown CI provider {str(provider)[:40]!r}; use --provider with one of: "
                            f"{', '.join(PROVIDERS)}.")
-    files = {rel: text.encode("utf-8") for rel, text in
-             ci_files({"name": project.name, "hmbuild_version": __version__, "ci": provider}).items()}
+    # The context `hmbuild new` renders with: the answers hmbuild.toml records, with this provider.
+    context = project_context(read_answers(project, ci=provider))
+    files = {rel: text.encode("utf-8") for rel, text in ci_files(context).items()}
     owned = read_manifest(root)
 
     def state(rel: str) -> str:
@@ -246,8 +235,8 @@ def write_ci(directory: str | Path, provider: str | None = None, force: bool = F
     others = [rel for rel in CI_PATHS.values() if rel not in files]
     removed = [rel for rel in others if states[rel] == "ours"]
     kept = [rel for rel in others if states[rel] in ("edited", "foreign")]
-    writes = {**files, "hmbuild.toml": _with_provider((root / "hmbuild.toml").read_text(encoding="utf-8"), provider,
-                                                      root / "hmbuild.toml"),
+    writes = {**files, "hmbuild.toml": set_project_values((root / "hmbuild.toml").read_text(encoding="utf-8"),
+                                                          {"ci": provider}, root / "hmbuild.toml"),
               **_record(root, files, removed + kept, provider)}
     # update's writer: staged, then moved in one rename at a time, put back if one fails.
     apply_writes(root, {rel: data for rel, data in writes.items()

@@ -41,6 +41,7 @@ from hmbuild import __version__
 from hmbuild.api_schema import write_project_api
 from hmbuild.ci import PROVIDERS, ci_files
 from hmbuild.errors import HmbuildError
+from hmbuild.project import Project
 from hmbuild.resources import native_dir, templates_dir
 from hmbuild.targets import plain_cmake_presets
 
@@ -259,24 +260,38 @@ def read_config(path: str | Path) -> tuple[str, dict]:
     return text, settings
 
 
+def set_project_values(toml: str | bytes, values: dict, where: str | Path = "hmbuild.toml",
+                       add: bool = True) -> bytes:
+    """An hmbuild.toml's text (or bytes) with the [project] `values` set: tomlkit (not tomllib) keeps
+    the comments, the layout and every other value as written, and writes the values, so whatever
+    they hold comes back as the same string. add=False sets only the keys [project] already has
+    (and leaves a file without [project] as it is). Not TOML whose [project] is a table: an
+    HmbuildError naming `where`."""
+    try:
+        doc = tomlkit.parse(toml.decode("utf-8") if isinstance(toml, bytes) else toml)
+        if add and "project" not in doc:
+            doc.add("project", tomlkit.table())
+        project = doc.get("project", {})
+        if not isinstance(project, dict):
+            raise TypeError("[project] is not a table")
+        for key, value in values.items():
+            if add or key in project:
+                project[key] = value
+    except (UnicodeDecodeError, tomlkit.exceptions.TOMLKitError, TypeError) as exc:
+        raise HmbuildError(f"{where} is not TOML hmbuild can edit ({exc}); fix it and retry.") from None
+    return tomlkit.dumps(doc).encode("utf-8")
+
+
 def config_text(text: str, name: str, description: str | None = None, ci: str | None = None) -> str:
     """The config's text (comments kept) with [project] name, hmbuild_version and (when given)
-    description set; the rest of the settings are copied as they are. tomlkit writes the values,
-    so whatever they hold comes back as the same string."""
-    try:
-        doc = tomlkit.parse(text)
-    except tomlkit.exceptions.TOMLKitError as exc:  # tomllib accepted it; keep the sentence anyway
-        raise HmbuildError(f"The config file is not TOML hmbuild can edit ({exc}); fix it and retry.") from None
-    if "project" not in doc:
-        doc.add("project", tomlkit.table())
-    project = doc["project"]
-    project["name"] = name
-    project["hmbuild_version"] = __version__
+    description and ci set; the rest of the settings are copied as they are."""
+    values = {"name": name, "hmbuild_version": __version__}
     if description is not None:
-        project["description"] = description
+        values["description"] = description
     if ci is not None:
-        project["ci"] = ci
-    return tomlkit.dumps(doc)
+        values["ci"] = ci
+    # tomllib accepted the text (read_config); the sentence is kept for what tomlkit refuses anyway.
+    return set_project_values(text, values, "The config file").decode("utf-8")
 
 
 def default_description(name: str) -> str:
@@ -287,13 +302,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_answers(root: Path) -> dict:
-    """The answers a project was generated with, read back from its hmbuild.toml [project] and held
-    to the same rules as when they were typed: name, description (None: the generated default),
-    ci, hmbuild_version (the hmbuild that last rendered it)."""
-    from hmbuild.project import load_project
-
-    project = load_project(root)
+def read_answers(project: Project, ci: str | None = None) -> dict:
+    """The answers a project was generated with, read back from its hmbuild.toml [project] (as
+    load_project read it) and held to the same rules as when they were typed: name, description
+    (None: the generated default), ci, hmbuild_version (the hmbuild that last rendered it). `ci`:
+    a provider already chosen (`hmbuild ci --provider`), used instead of [project] ci."""
     table = project.settings.get("project")
     where = project.root / "hmbuild.toml"
     if not isinstance(table, dict):
@@ -301,7 +314,7 @@ def read_answers(root: Path) -> dict:
     description = table.get("description")
     return {"name": validate_name(table.get("name")),
             "description": validate_description(description) if description is not None else None,
-            "ci": validate_ci(table.get("ci", "github"), f" in {where} [project] ci"),
+            "ci": ci if ci is not None else validate_ci(table.get("ci", "github"), f" in {where} [project] ci"),
             "device_classes": validate_device_classes(project.settings.get("device_class"), str(where)),
             "hmbuild_version": str(table.get("hmbuild_version", "unknown"))}
 

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hmbuild.errors import HmbuildError
+from hmbuild.int4_format import GGML_TYPE
+from hmbuild.quantize import keeps_source
 
 # ---- units
 
@@ -132,12 +134,8 @@ def requantised_tensor_bytes(name: str, shape: tuple[int, ...], scheme: str, sou
         return int(n * BITS_PER_WEIGHT["q4_k_m"] / 8)
     group = _INT4_GROUP[scheme]
     is_qkv = name.endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight"))
-    if source_bytes is not None:
-        from hmbuild.int4_format import GGML_TYPE
-        from hmbuild.quantize import keeps_source
-
-        if keeps_source(source_type, 8 if is_qkv else GGML_TYPE[group]):  # 8: Q8_0
-            return source_bytes
+    if source_bytes is not None and keeps_source(source_type, 8 if is_qkv else GGML_TYPE[group]):  # 8: Q8_0
+        return source_bytes
     if is_qkv:
         return q8
     if len(shape) != 2 or n_rows % 4 or n_cols % group:

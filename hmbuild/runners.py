@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hmbuild.builder import BuildResult, _tool, tool_env
+from hmbuild.builder import BuildResult, tool_env, tool_path
 from hmbuild.errors import HmbuildError, exit_reason
 from hmbuild.node_tools import node_for
 from hmbuild.project import Project
@@ -198,7 +198,7 @@ def parse_tap(name: str, stdout: str, returncode: int) -> SuiteResult:
 def run_ctest(build: BuildResult, env: dict[str, str], verbose: bool = False) -> SuiteResult:
     junit = build.build_dir / "hmbuild-ctest.xml"
     junit.unlink(missing_ok=True)
-    proc = subprocess.run([_tool("ctest"), "--test-dir", str(build.build_dir), "--output-junit", str(junit),
+    proc = subprocess.run([tool_path("ctest"), "--test-dir", str(build.build_dir), "--output-junit", str(junit),
                            "--output-on-failure", "--timeout", "1800",
                            "--test-output-size-passed", "1048576", "--test-output-size-failed", "1048576"],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")

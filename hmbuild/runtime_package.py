@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from hmbuild.builder import _run, _tool, conan_home, tool_env
+from hmbuild.builder import conan_home, run_step, tool_env, tool_path
 from hmbuild.errors import HmbuildError
 from hmbuild.project import Project
 
@@ -48,7 +48,7 @@ def _conan_command(*args: str) -> str:
 
 def configured_remotes() -> list[str]:
     """The remotes of hmbuild's Conan home, by name."""
-    proc = subprocess.run([_tool("conan"), "remote", "list", "--format=json"], env=tool_env(),
+    proc = subprocess.run([tool_path("conan"), "remote", "list", "--format=json"], env=tool_env(),
                           capture_output=True, text=True)
     return [r["name"] for r in json.loads(proc.stdout)] if proc.returncode == 0 else []
 
@@ -85,8 +85,8 @@ def announce(package: RuntimePackage, remote: str) -> None:
 def export_recipe(project: Project, conan_dir: Path, log: Path) -> str:
     """Exports the vendored recipe to the local Conan cache; returns hmllm/<version>#<revision>."""
     out = conan_dir / _EXPORT
-    _run([_tool("conan"), "export", str(project.cpp_dir / "hmllm"), "--format=json", "--out-file", str(out)], log,
-         "Exporting the runtime's Conan recipe")
+    run_step([tool_path("conan"), "export", str(project.cpp_dir / "hmllm"), "--format=json", "--out-file", str(out)],
+             log, "Exporting the runtime's Conan recipe")
     return json.loads(out.read_text(encoding="utf-8"))["reference"]
 
 
@@ -119,8 +119,8 @@ def share(conan_dir: Path, remote: str, log: Path) -> RuntimePackage:
         # Conan skips what the remote already has, so this costs one query when nothing is new.
         out = conan_dir / _UPLOAD
         try:
-            _run([_tool("conan"), "upload", reference, "-r", remote, "-c", "-cc", "core:non_interactive=True",
-                  "--format=json", "--out-file", str(out)], log, f"Uploading the runtime to remote '{remote}'")
+            run_step([tool_path("conan"), "upload", reference, "-r", remote, "-c", "-cc", "core:non_interactive=True",
+                      "--format=json", "--out-file", str(out)], log, f"Uploading the runtime to remote '{remote}'")
         except HmbuildError as exc:
             raise HmbuildError(f"{str(exc).removesuffix('.')}; the binary stays in the local Conan cache: log in "
                                f"with {_conan_command('remote', 'login', remote, 'USER', '-p', 'PASSWORD')} and "

@@ -20,12 +20,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomlkit
-import tomlkit.exceptions
-
 from hmbuild import generator
 from hmbuild.errors import HmbuildError
 from hmbuild.generator import BASE
+from hmbuild.project import Project, load_project
 
 YOURS = "yours"
 # The lines git merge-file writes around a conflict with our labels; any left means unresolved.
@@ -143,21 +141,16 @@ def merge_file(yours: bytes, base: bytes, new: bytes, labels: tuple[str, str]) -
 
 
 def _with_version(data, version: str):
-    """hmbuild.toml with [project] hmbuild_version set to `version` (tomlkit keeps everything else
-    as written). The three versions of hmbuild.toml get this before they are merged: the answer is
-    hmbuild's to bump, and a bump merged as a text change would conflict with any edit to the
-    lines next to it (e.g. the description)."""
+    """hmbuild.toml with [project] hmbuild_version, when it has one, set to `version` (tomlkit keeps
+    everything else as written). The three versions of hmbuild.toml get this before they are
+    merged: the answer is hmbuild's to bump, and a bump merged as a text change would conflict with
+    any edit to the lines next to it (e.g. the description)."""
     if not isinstance(data, bytes):
         return data
     try:
-        doc = tomlkit.parse(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomlkit.exceptions.TOMLKitError):
-        return data
-    project = doc.get("project")
-    if not isinstance(project, dict) or "hmbuild_version" not in project:
-        return data
-    project["hmbuild_version"] = version
-    return tomlkit.dumps(doc).encode("utf-8")
+        return generator.set_project_values(data, {"hmbuild_version": version}, add=False)
+    except HmbuildError:
+        return data  # not TOML hmbuild can edit: merged as the text it is
 
 
 def _decide(rel: str, base, yours: bytes | None, new: bytes | None, labels: tuple[str, str]) -> Change | None:
@@ -204,15 +197,14 @@ def plan(root: Path, base: dict, new: dict[str, bytes], labels: tuple[str, str])
     return changes
 
 
-def derive_api_files(root: Path, changes: list[Change], new: dict[str, bytes]) -> list[Change]:
+def derive_api_files(project: Project, changes: list[Change], new: dict[str, bytes]) -> list[Change]:
     """napi_init.cpp and Index.d.ts are outputs of api.toml, not text to merge: they are rendered
     again from the api.toml the update leaves (yours, merged, or hmbuild's) and the new runtime's
     NAPI headers, as `hmbuild api` would. While api.toml itself conflicts, or does not load, the
     plan is kept as it is and the build's own check (`hmbuild api --check`) speaks later."""
     from hmbuild.api_schema import NAPI_HEADERS, api_file_of, render_project_api
-    from hmbuild.project import load_project
 
-    project = load_project(root)
+    root = project.root
     api_rel = api_file_of(project)
     by_path = {c.path: c for c in changes}
     api_change = by_path.get(api_rel)
@@ -251,6 +243,7 @@ def pending_conflicts(root: Path, record: dict) -> list[str]:
 @dataclass
 class _Project:
     root: Path
+    loaded: Project  # hmbuild.toml, as load_project read it
     record: dict  # generator.MANIFEST
     base: dict  # {path: bytes or UNKNOWN}
     new: dict[str, bytes]  # this hmbuild's render of the answers
@@ -259,8 +252,9 @@ class _Project:
 
 
 def _load(directory, adopt: bool = False) -> _Project:
-    root = Path(directory).expanduser().resolve()
-    answers = generator.read_answers(root)
+    loaded = load_project(directory)
+    root = loaded.root
+    answers = generator.read_answers(loaded)
     record = generator.read_record(root)
     base = generator.read_base(root, record.get("files", {}))
     if base is None and not adopt:
@@ -283,7 +277,7 @@ def _load(directory, adopt: bool = False) -> _Project:
         src = base.get("hmbuild.toml")
         new["hmbuild.toml"] = _with_version(src if isinstance(src, bytes) else (root / "hmbuild.toml").read_bytes(),
                                             generator.__version__)
-    return _Project(root, record, base, new, source,
+    return _Project(root, loaded, record, base, new, source,
                     str(record.get("hmbuild_version") or answers["hmbuild_version"]))
 
 
@@ -296,7 +290,7 @@ def update_project(directory, dry_run: bool = False, adopt: bool = False) -> Upd
                            "(<<<<<<< yours ... >>>>>>> hmbuild); resolve them, then run it again.")
     result = UpdateResult(root, project.version_from, generator.__version__, dry_run)
     labels = (f"hmbuild {result.version_from}", f"hmbuild {result.version_to}")
-    result.changes = derive_api_files(root, plan(root, project.base, project.new, labels), project.new)
+    result.changes = derive_api_files(project.loaded, plan(root, project.base, project.new, labels), project.new)
     if dry_run:
         result.diff = unified_diff(root, result.changes)
         return result
