@@ -416,9 +416,19 @@ def api_cmd(ctx, check, as_json):
 @click.option("--keep", "keep", multiple=True, metavar="TYPE:PATTERN,...",
               help="Per-tensor type override, TYPE one of f32, f16, q8_0, int4-g32, int4-g64, int4-g128, source (as it is), "
                    "PATTERN an fnmatch pattern on tensor names; the last matching rule wins.")
+@click.option("--calibrate", "calibrate_source", metavar="TEXT|FOLDER|default",
+              help="Round each 4-bit matrix for the inputs it sees on this UTF-8 text (your app's own texts are "
+                   "best; 'default': hmbuild's English calibration text), measured by the project's host build "
+                   "(run inside a project or with -C); or a folder from hmllm_calibrate.")
+@click.option("--calibration-tokens", type=int, default=4096, show_default=True,
+              help="With --calibrate TEXT: text tokens to measure (more takes longer).")
+@click.option("--threads", type=click.IntRange(0, 256), default=0, help="With --calibrate: 0 = the big cores.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def quantize_cmd(input_path, output_path, scheme, keep, as_json):
+@click.pass_context
+def quantize_cmd(ctx, input_path, output_path, scheme, keep, calibrate_source, calibration_tokens, threads, as_json):
     """Re-quantize a GGUF model into the engine's INT4 formats (mixed precision), atomically."""
+    import tempfile
+
     from hmbuild.quantize import format_report, quantize_model
 
     state = {}
@@ -428,17 +438,55 @@ def quantize_cmd(input_path, output_path, scheme, keep, as_json):
         state["bar"] = click.progressbar(length=total, label="Quantizing", file=sys.stderr, show_eta=True)
         state["bar"].__enter__()
 
-    try:
-        result = quantize_model(input_path, output_path, scheme=scheme, keep=keep,
-                                progress=lambda n: state["bar"].update(n), on_plan=on_plan)
-    finally:
-        if "bar" in state:
-            state["bar"].__exit__(None, None, None)
+    with tempfile.TemporaryDirectory(prefix="hmbuild-calibration-") as scratch:
+        calibration, run = None, None
+        if calibrate_source is not None:
+            calibration, run = _calibrate(ctx, input_path, output_path, calibrate_source, calibration_tokens, threads,
+                                          Path(scratch))
+        try:
+            result = quantize_model(input_path, output_path, scheme=scheme, keep=keep,
+                                    progress=lambda n: state["bar"].update(n), on_plan=on_plan,
+                                    calibration=calibration)
+        finally:
+            if "bar" in state:
+                state["bar"].__exit__(None, None, None)
+    result.calibration = run.to_json() if run is not None else ({"folder": str(calibration)} if calibration else None)
     if as_json:
         _emit_json(result.to_json())
         return
     for line in format_report(result):
         click.echo(line)
+
+
+def _calibrate(ctx, input_path, output_path, source, max_tokens, threads, scratch):
+    """quantize --calibrate: (the moments folder, the CalibrationRun or None for an earlier folder)."""
+    from hmbuild import calibrate
+    from hmbuild.builder import build
+    from hmbuild.quantize import check_paths
+
+    check_paths(input_path, output_path)
+    path = calibrate.check_source(source, max_tokens)
+    if calibrate.is_folder(path):
+        return path, None
+    # Always measured on the host: the engine gives every target the same values, and the host is fast.
+    project, target, build_type = _resolve(ctx, "host", None)
+    built = build(project, target, build_type)
+    bar = {}
+
+    def progress(done, total):
+        if "bar" not in bar:
+            bar["bar"] = click.progressbar(length=total, label="Calibrating", file=sys.stderr, show_eta=True)
+            bar["bar"].__enter__()
+        bar["bar"].update(done - bar["bar"].pos)
+
+    try:
+        run = calibrate.measure(project, target, built, Path(input_path).resolve(), path, scratch / "moments",
+                                max_tokens=max_tokens, threads=threads, progress=progress,
+                                info=lambda line: click.echo(f"hmbuild: {line}", err=True))
+    finally:
+        if "bar" in bar:
+            bar["bar"].__exit__(None, None, None)
+    return run.folder, run
 
 
 @cli.command("plan")

@@ -6,17 +6,14 @@ figures as an EvalResult."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from hmbuild.builder import BuildResult
-from hmbuild.errors import HmbuildError, exit_reason
+from hmbuild.errors import HmbuildError
 from hmbuild.project import Project
-from hmbuild.runners import _test_env, check_cpu, ensure_runnable
+from hmbuild.runners import built_tool, check_cpu, ensure_runnable, run_progress_tool
 from hmbuild.targets import Target
 
 DEFAULT_CTX = 512
@@ -63,6 +60,21 @@ class EvalResult:
         return d
 
 
+def check_text(text: Path, option: str, purpose: str) -> Path:
+    """A readable, non-empty UTF-8 text file (resolved), or one sentence naming `option`."""
+    if not text.is_file():
+        raise HmbuildError(f"Text file {text} does not exist; pass an existing UTF-8 text file or omit {option}.")
+    try:
+        content = text.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HmbuildError(f"Text file {text} is not valid UTF-8 (byte {exc.start}); save it as UTF-8.") from None
+    except OSError as exc:
+        raise HmbuildError(f"Text file {text} cannot be read ({exc.strerror}); check its permissions.") from None
+    if not content.strip():
+        raise HmbuildError(f"Text file {text} is empty; give a text {purpose} or omit {option}.")
+    return text.resolve()
+
+
 def check_inputs(model: Path | None, reference: Path | None, text: Path | None, ctx: int) -> tuple[Path, Path, Path]:
     """One sentence for each kind of bad input, before anything is built."""
     if model is None or reference is None:
@@ -73,23 +85,8 @@ def check_inputs(model: Path | None, reference: Path | None, text: Path | None, 
             raise HmbuildError(f"{what} file {path} does not exist; pass an existing .gguf file.")
     if ctx < 2:
         raise HmbuildError(f"--ctx {ctx} is too small; a window needs at least 2 tokens (e.g. --ctx {DEFAULT_CTX}).")
-    text = default_text() if text is None else Path(text)
-    if not text.is_file():
-        raise HmbuildError(f"Text file {text} does not exist; pass an existing UTF-8 text file or omit --text.")
-    try:
-        content = text.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HmbuildError(f"Text file {text} is not valid UTF-8 (byte {exc.start}); save it as UTF-8.") from None
-    except OSError as exc:
-        raise HmbuildError(f"Text file {text} cannot be read ({exc.strerror}); check its permissions.") from None
-    if not content.strip():
-        raise HmbuildError(f"Text file {text} is empty; give a text to evaluate on or omit --text.")
+    text = check_text(default_text() if text is None else Path(text), "--text", "to evaluate on")
     return Path(model).resolve(), Path(reference).resolve(), text.resolve()
-
-
-def _sentence(reason: str) -> str:
-    reason = reason.strip().rstrip(".")
-    return reason[:1].upper() + reason[1:] + "."
 
 
 def evaluate(project: Project, target: Target, build: BuildResult, model: Path, reference: Path, text: Path,
@@ -100,55 +97,10 @@ def evaluate(project: Project, target: Target, build: BuildResult, model: Path, 
     info(line) gets the tool's other stderr lines (token and window counts)."""
     ensure_runnable(target)
     cpu = check_cpu(target, cpu)
-    tool = build.build_dir / "hmllm" / TOOL
-    if not tool.is_file():
-        if (project.cpp_dir / "hmllm" / "tools").is_dir() and not (project.cpp_dir / "hmllm" / "tools" / f"{TOOL}.cpp").is_file():
-            raise HmbuildError(f"This project's vendored runtime has no {TOOL} tool (it predates `hmbuild eval`); "
-                               "create a fresh project with `hmbuild new` and evaluate there.")
-        raise HmbuildError(f"{tool} was not built; rebuild with `hmbuild build --target {target.name}`.")
-    cmd = [*target.runner, str(tool), "--model", str(model), "--reference", str(reference), "--text-file", str(text),
-           "--ctx", str(ctx), "--threads", str(threads), "--kv", kv, "--json"]
-    env = _test_env(target, None, cpu)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-    out_chunks: list[str] = []
-    reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
-    reader.start()
-    errors: list[str] = []
-    try:
-        for line in proc.stderr:
-            line = line.rstrip("\n")
-            if not line.startswith("hmllm_eval: "):
-                continue  # qemu or sanitizer noise never changes the result
-            msg = line.removeprefix("hmllm_eval: ")
-            if msg.startswith("progress "):
-                try:
-                    done, total = (int(x) for x in msg.split()[1].split("/"))
-                except ValueError:
-                    continue
-                if progress:
-                    progress(done, total)
-            else:
-                errors.append(msg)
-                if info:
-                    info(msg)
-        proc.wait()
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    reader.join()
-    stdout = "".join(out_chunks)
-    data = None
-    for candidate in reversed(stdout.strip().splitlines()):
-        try:
-            data = json.loads(candidate)
-            break
-        except json.JSONDecodeError:
-            continue
-    if proc.returncode != 0 or not data or not data.get("ok"):
-        reason = (data or {}).get("error") or (errors[-1] if errors else f"{TOOL} ended: {exit_reason(proc.returncode)}")
-        raise HmbuildError(_sentence(reason))
-    data.pop("ok", None)
+    tool = built_tool(project, target, build, TOOL, "hmbuild eval")
+    data = run_progress_tool(target, cpu, tool, ["--model", str(model), "--reference", str(reference), "--text-file",
+                                                 str(text), "--ctx", str(ctx), "--threads", str(threads), "--kv", kv],
+                             progress, info)
     known = {f for f in EvalResult.__dataclass_fields__ if f not in ("extra",)}
     fields = {k: v for k, v in data.items() if k in known}
     extra = {k: v for k, v in data.items() if k not in known}

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import re
+import json
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from hmbuild.builder import BuildResult, tool_env, tool_path
 from hmbuild.errors import HmbuildError, exit_reason
@@ -274,3 +277,73 @@ def run_model(project: Project, target: Target, build: BuildResult, model: Path,
     if not json_output and proc.stderr:
         sys.stderr.write(proc.stderr)
     return proc.returncode, proc.stdout or ""
+
+
+def built_tool(project: Project, target: Target, build: BuildResult, name: str, command: str) -> Path:
+    """The path of one of the runtime's tools in a build, or one sentence on why it is not there
+    (a project whose vendored runtime predates `command` has no source for it)."""
+    tool = build.build_dir / "hmllm" / name
+    if not tool.is_file():
+        tools = project.cpp_dir / "hmllm" / "tools"
+        if tools.is_dir() and not (tools / f"{name}.cpp").is_file():
+            raise HmbuildError(f"This project's vendored runtime has no {name} tool (it predates `{command}`); "
+                               "create a fresh project with `hmbuild new` and run it there.")
+        raise HmbuildError(f"{tool} was not built; rebuild with `hmbuild build --target {target.name}`.")
+    return tool
+
+
+def _sentence(reason: str) -> str:
+    reason = reason.strip().rstrip(".")
+    return reason[:1].upper() + reason[1:] + "."
+
+
+def run_progress_tool(target: Target, cpu: str | None, tool: Path, args: list[str],
+                      progress: Callable[[int, int], None] | None = None,
+                      info: Callable[[str], None] | None = None) -> dict:
+    """Runs one of the runtime's long-running tools (hmllm_eval, hmllm_calibrate) on the target with
+    --json and returns its JSON object (without "ok"). The tool reports "NAME: progress DONE/TOTAL"
+    lines on stderr, relayed to progress(done, total); its other "NAME: " lines go to info(line).
+    A failure is one sentence: the tool's own error, or how it ended."""
+    name = tool.name
+    cmd = [*target.runner, str(tool), *args, "--json"]
+    proc = subprocess.Popen(cmd, env=_test_env(target, None, cpu), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, errors="replace")
+    out_chunks: list[str] = []
+    reader = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    errors: list[str] = []
+    try:
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            if not line.startswith(f"{name}: "):
+                continue  # qemu or sanitizer noise never changes the result
+            msg = line.removeprefix(f"{name}: ")
+            if msg.startswith("progress "):
+                try:
+                    done, total = (int(x) for x in msg.split()[1].split("/"))
+                except ValueError:
+                    continue
+                if progress:
+                    progress(done, total)
+            else:
+                errors.append(msg)
+                if info:
+                    info(msg)
+        proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    reader.join()
+    data = None
+    for candidate in reversed("".join(out_chunks).strip().splitlines()):
+        try:
+            data = json.loads(candidate)
+            break
+        except json.JSONDecodeError:
+            continue
+    if proc.returncode != 0 or not isinstance(data, dict) or not data.get("ok"):
+        reason = (data or {}).get("error") or (errors[-1] if errors else f"{name} ended: {exit_reason(proc.returncode)}")
+        raise HmbuildError(_sentence(reason))
+    data.pop("ok", None)
+    return data

@@ -26,17 +26,21 @@ from _llama_ref import argument_parser, import_llama_cpp
 GGML_TYPE_Q4_0 = 2
 LLAMA_FTYPE_MOSTLY_Q4_0 = 2
 
-# (label, how it is made): hmbuild schemes with optional --keep rules, llama.cpp ftypes with an
-# optional type for the token embedding / output matrix.
+# (label, how it is made): hmbuild schemes with optional --keep rules and --calibrate (hmbuild's
+# default calibration text, not the evaluation text), llama.cpp ftypes with an optional type for the
+# token embedding / output matrix.
 VARIANTS = [
-    ("hmbuild int4-g128", ("hmbuild", "int4-g128", None)),
-    ("hmbuild int4-g32", ("hmbuild", "int4-g32", None)),
-    ("hmbuild int4-g128, token_embd Q8_0", ("hmbuild", "int4-g128", "q8_0:token_embd.weight")),
+    ("hmbuild int4-g128", ("hmbuild", "int4-g128", None, False)),
+    ("hmbuild int4-g128 --calibrate default", ("hmbuild", "int4-g128", None, True)),
+    ("hmbuild int4-g32", ("hmbuild", "int4-g32", None, False)),
+    ("hmbuild int4-g32 --calibrate default", ("hmbuild", "int4-g32", None, True)),
+    ("hmbuild int4-g128, token_embd Q8_0", ("hmbuild", "int4-g128", "q8_0:token_embd.weight", False)),
+    ("hmbuild int4-g128, token_embd Q8_0, calibrated", ("hmbuild", "int4-g128", "q8_0:token_embd.weight", True)),
     # The blocks copied as they are: only the 8-bit embedding / output matrix re-quantized.
-    ("hmbuild int4-g128 of the embedding only", ("hmbuild", "int4-g128", "source:blk.*")),
-    ("hmbuild int4-g32 of the embedding only", ("hmbuild", "int4-g32", "source:blk.*")),
-    ("llama.cpp Q4_0, token_embd Q4_0", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, GGML_TYPE_Q4_0)),
-    ("llama.cpp Q4_0 (token_embd stays Q8_0)", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, None)),
+    ("hmbuild int4-g128 of the embedding only", ("hmbuild", "int4-g128", "source:blk.*", False)),
+    ("hmbuild int4-g32 of the embedding only", ("hmbuild", "int4-g32", "source:blk.*", False)),
+    ("llama.cpp Q4_0, token_embd Q4_0", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, GGML_TYPE_Q4_0, False)),
+    ("llama.cpp Q4_0 (token_embd stays Q8_0)", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, None, False)),
 ]
 
 
@@ -63,13 +67,16 @@ def main() -> int:
         return 1
     rows = []
     with tempfile.TemporaryDirectory(prefix="hmbuild-quality-") as tmp:
-        for i, (label, (tool, how, extra)) in enumerate(VARIANTS):
+        for i, (label, (tool, how, extra, calibrated)) in enumerate(VARIANTS):
             out = Path(tmp) / f"v{i}.gguf"
             print(f"{label}: quantizing", file=sys.stderr)
             if tool == "hmbuild":
-                cmd = [str(args.hmbuild), "quantize", str(args.model), str(out), "--scheme", how, "--json"]
+                cmd = [str(args.hmbuild), "-C", str(args.project), "quantize", str(args.model), str(out), "--scheme",
+                       how, "--json"]
                 if extra:
                     cmd += ["--keep", extra]
+                if calibrated:
+                    cmd += ["--calibrate", "default"]
                 subprocess.run(cmd, check=True, capture_output=True)
             else:
                 llama_quantize(args.model, out, how, extra)
@@ -86,9 +93,9 @@ def main() -> int:
         print(json.dumps({"model": args.model.name, "rows": rows}, indent=2))
     else:
         print(f"re-quantizations of {args.model.name}, each against the original ({rows[0]['tokens']} tokens)")
-        print(f"{'':42} {'MiB':>7} {'top-1':>6} {'KL':>6} {'ppl':>6} {'ref':>6}")
+        print(f"{'':48} {'MiB':>7} {'top-1':>6} {'KL':>6} {'ppl':>6} {'ref':>6}")
         for r in rows:
-            print(f"{r['variant']:42} {r['mib']:7.1f} {r['top1_agreement']:6.3f} {r['kl_mean']:6.3f} {r['ppl']:6.1f} "
+            print(f"{r['variant']:48} {r['mib']:7.1f} {r['top1_agreement']:6.3f} {r['kl_mean']:6.3f} {r['ppl']:6.1f} "
                   f"{r['ppl_reference']:6.1f}")
     return 0
 

@@ -205,7 +205,8 @@ def test_the_wheel_carries_the_default_text(tmp_path):
     import zipfile
 
     (wheel,) = tmp_path.glob("hmbuild-*.whl")
-    assert "hmbuild/data/eval_en.txt" in zipfile.ZipFile(wheel).namelist()
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "hmbuild/data/eval_en.txt" in names and "hmbuild/data/calib_en.txt" in names
 
 
 @pytest.mark.arm64

@@ -310,11 +310,11 @@ def test_interrupt_while_writing_leaves_nothing(tmp_path, monkeypatch):
     _, _, src = tiny(tmp_path, "llama", Q.F32)
     calls = []
 
-    def boom(rt, t, progress):
+    def boom(rt, t, progress, factor=None):
         calls.append(t.name)
         if len(calls) == 5:
             raise KeyboardInterrupt
-        return real(rt, t, progress)
+        return real(rt, t, progress, factor)
 
     real = hq._tensor_bytes
     monkeypatch.setattr(hq, "_tensor_bytes", boom)

@@ -212,8 +212,10 @@ def _rope(x, pos, base, neox):
     return out
 
 
-def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int], trace: list | None = None) -> np.ndarray:
-    """Logits [len(tokens), n_vocab] of every position; `trace` collects the residual stream after each layer."""
+def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int], trace: list | None = None,
+                     inputs: dict | None = None) -> np.ndarray:
+    """Logits [len(tokens), n_vocab] of every position; `trace` collects the residual stream after each layer,
+    `inputs` each matrix input by hmllm_calibrate's site name ("blk.0.attn_in", ..., "output")."""
     c = cfg
     gemma = c.arch == "gemma3"
     neox = c.arch in ("qwen2", "gemma3")
@@ -225,6 +227,8 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
         sliding = gemma and il % 6 != 5
         base = 10000.0 if sliding else c.rope_base  # gemma3 sliding layers: fixed local base
         h = _rmsnorm(x, W[p + "attn_norm.weight"], c.rms_eps)
+        if inputs is not None:
+            inputs[f"blk.{il}.attn_in"] = h
         q = h @ W[p + "attn_q.weight"].T
         k = h @ W[p + "attn_k.weight"].T
         v = h @ W[p + "attn_v.weight"].T
@@ -248,17 +252,23 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
                 s = np.exp(s - s.max())
                 s /= s.sum()
                 att[t, hh] = s @ v[lo:t + 1, kv]
+        if inputs is not None:
+            inputs[f"blk.{il}.attn_out"] = att.reshape(n, -1)
         o = att.reshape(n, -1) @ W[p + "attn_output.weight"].T
         if gemma:
             o = _rmsnorm(o, W[p + "post_attention_norm.weight"], c.rms_eps)
         x = x + o
         h = _rmsnorm(x, W[p + "ffn_norm.weight"], c.rms_eps)
+        if inputs is not None:
+            inputs[f"blk.{il}.ffn_in"] = h
         g = h @ W[p + "ffn_gate.weight"].T
         u = h @ W[p + "ffn_up.weight"].T
         if gemma:
             g = 0.5 * g * (1 + np.tanh(0.7978845608028654 * (g + 0.044715 * g ** 3)))
         else:
             g = g / (1 + np.exp(-g))
+        if inputs is not None:
+            inputs[f"blk.{il}.ffn_mid"] = g * u
         f = (g * u) @ W[p + "ffn_down.weight"].T
         if gemma:
             f = _rmsnorm(f, W[p + "post_ffw_norm.weight"], c.rms_eps)
@@ -266,5 +276,7 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
         if trace is not None:
             trace.append(x.copy())
     x = _rmsnorm(x, W["output_norm.weight"], c.rms_eps)
+    if inputs is not None:
+        inputs["output"] = x
     out = W["token_embd.weight"] if gemma else W["output.weight"]
     return x @ out.T

@@ -292,6 +292,17 @@ void Engine::attention(int layer, int n, int pos, const float* q, float* out) {
     });
 }
 
+const char* input_site_name(InputSite s) {
+    switch (s) {
+        case InputSite::AttnIn: return "attn_in";
+        case InputSite::AttnOut: return "attn_out";
+        case InputSite::FfnIn: return "ffn_in";
+        case InputSite::FfnMid: return "ffn_mid";
+        case InputSite::Output: return "output";
+    }
+    return "?";
+}
+
 Status Engine::forward(const int32_t* tokens, int n_total, int pos0, bool all_logits) {
     // The whole pass runs on the pool's leader thread (see ThreadPool::run): one hand-off per
     // pass instead of one per matmul.
@@ -324,6 +335,7 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
         for (int il = 0; il < cfg_.n_layers; ++il) {
             const LayerWeights& L = w_.layers[il];
             for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * d], L.attn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
+            if (observe_) observe_(il, InputSite::AttnIn, xn_.data(), d, n);
             const MatJob qkv[3] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
             matmul_many(qkv, 3, xn_.data(), n);
             const float base = L.sliding ? cfg_.rope_base_local : cfg_.rope_base;
@@ -352,6 +364,7 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
                 kv_.store(il, pos + t, k, v);
             }
             attention(il, n, pos, q_.data(), att_.data());
+            if (observe_) observe_(il, InputSite::AttnOut, att_.data(), q_dim, n);
             matmul(L.wo, att_.data(), n, o_.data());
             for (int t = 0; t < n; ++t) {
                 float* o = &o_[size_t(t) * d];
@@ -360,6 +373,7 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
                 for (int i = 0; i < d; ++i) x[i] += o[i];
                 rmsnorm(x, L.ffn_norm, d, cfg_.rms_eps, &xn_[size_t(t) * d]);
             }
+            if (observe_) observe_(il, InputSite::FfnIn, xn_.data(), d, n);
             const MatJob gate_up[2] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
             matmul_many(gate_up, 2, xn_.data(), n);
             const size_t nf = size_t(n) * cfg_.d_ff;
@@ -367,6 +381,7 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
                 const float g = cfg_.gelu ? gelu_table(gate_[i]) : silu(gate_[i]);
                 gate_[i] = g * up_[i];
             }
+            if (observe_) observe_(il, InputSite::FfnMid, gate_.data(), cfg_.d_ff, n);
             matmul(L.w_down, gate_.data(), n, o_.data());
             for (int t = 0; t < n; ++t) {
                 float* o = &o_[size_t(t) * d];
@@ -379,6 +394,7 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
         const int first = all_logits ? 0 : n - 1;
         for (int t = first; t < n; ++t) rmsnorm(&x_[size_t(t) * d], w_.output_norm, d, cfg_.rms_eps, &xn_[size_t(t - first) * d]);
         const bool last_batch = done + n == n_total;
+        if (observe_ && (all_logits || last_batch)) observe_(-1, InputSite::Output, xn_.data(), d, n - first);
         if (all_logits) matmul(w_.output, xn_.data(), n, &logits_[size_t(done) * cfg_.n_vocab]);
         else if (last_batch) matmul(w_.output, xn_.data(), 1, logits_.data());
         cached_.insert(cached_.end(), tokens + done, tokens + done + n);

@@ -35,6 +35,14 @@ struct MemoryPlan {
 };
 MemoryPlan plan_memory(const ModelConfig& config, const ModelWeights& weights, const EngineOptions& options);
 
+// Where a weight matrix's input comes from, for tools that collect activation statistics
+// (hmllm_calibrate): Q/K/V read one input, gate/up another.
+enum class InputSite { AttnIn, AttnOut, FfnIn, FfnMid, Output };
+const char* input_site_name(InputSite);  // "attn_in", "attn_out", "ffn_in", "ffn_mid", "output"
+// Called on the forward pass's thread with the n_tokens x n_cols input rows of each site (layer -1
+// for the output); it may use the engine's pool, never the engine itself.
+using InputObserver = std::function<void(int layer, InputSite site, const float* x, int n_cols, int n_tokens)>;
+
 enum class StopReason { EndOfGeneration, MaxTokens, Callback, ContextFull };
 const char* stop_reason_name(StopReason);
 
@@ -81,6 +89,8 @@ public:
     const MemoryPlan& memory_plan() const { return plan_; }
     int threads() const { return pool_->size(); }
     ThreadPool& pool() { return *pool_; }
+    // Sees every matrix input of later forward passes (none: the default, no cost but a test).
+    void set_input_observer(InputObserver observer) { observe_ = std::move(observer); }
 
 private:
     Engine() = default;
@@ -106,6 +116,7 @@ private:
     // Scratch, sized once for max_batch tokens.
     std::vector<float> x_, xn_, q_, k_, v_, att_, o_, gate_, up_, logits_, rope_cs_;
     Activations acts_[kActSlots];  // the input in each activation format a matmul needs
+    InputObserver observe_;
 };
 
 }  // namespace hmllm
