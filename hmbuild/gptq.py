@@ -23,7 +23,12 @@ import numpy as np
 from hmbuild.int4_format import _check_shape, _search_scales
 
 BLOCK = 128  # columns per lazy update (a multiple of every group size)
-DAMP = 0.01  # diagonal damping, as a share of the mean input second moment
+# Diagonal damping, as a share of the mean input second moment. GPTQ's paper uses 0.01 with far
+# more calibration data; with a few thousand tokens the measured moments are noisy and stronger
+# damping (closer to plain rounding) measured better on Gemma 3 270M at group 128, `hmbuild eval`
+# KL against the original (blocks only / tied embedding only): 0.01 -> 0.200 / 0.278, 0.03 ->
+# 0.093 / -, 0.1 -> 0.089 / -, 0.3 -> 0.088 / 0.108, 1.0 -> 0.106 / 0.110 (plain: 0.355 / 0.178).
+DAMP = 0.3
 
 
 class Factor(NamedTuple):

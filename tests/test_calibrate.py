@@ -39,11 +39,14 @@ def test_compensation_cuts_the_output_error(group):
     rng = np.random.default_rng(1)
     w = rng.normal(size=(64, 256)).astype(np.float32)
     x = correlated_inputs(rng, 256)
-    factor = gptq.prepare(x.T @ x / len(x))
-    q, d = gptq.quantize_codes(w, group, factor)
+    h = x.T @ x / len(x)
+    q, d = gptq.quantize_codes(w, group, gptq.prepare(h))
     q0, d0 = quantize_hm_q4_codes(w, group)
     calibrated, plain = output_error(w, q, d, group, x), output_error(w, q0, d0, group, x)
-    assert calibrated < 0.75 * plain, (calibrated, plain)
+    assert calibrated < 0.85 * plain, (calibrated, plain)
+    # Less damping fits these very inputs closer still (the default trades that for noisy moments).
+    q1, d1 = gptq.quantize_codes(w, group, gptq.prepare(h, damp=0.01))
+    assert output_error(w, q1, d1, group, x) < 0.75 * plain
 
 
 def test_uncorrelated_inputs_give_plain_rounding():
@@ -131,7 +134,7 @@ def test_quantize_calibrate_end_to_end(project, tiny, tmp_path):
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     hm = res["tensors"]["HM_Q4_G32"]
-    # o, gate, up and down per layer and the output matrix; the embedding (looked up, not multiplied) is not.
+    # o, gate, up and down per layer and the output matrix; the untied embedding (only looked up) is not.
     assert res["calibrated_tensors"] == 4 * cfg.n_layers + 1 and hm == res["calibrated_tensors"] + 1
     assert res["calibration"]["text_tokens"] == 200 and res["added_keys"]["hmbuild.quantize.calibration_tokens"] >= 200
     # The calibrated file runs in the engine and stays close to the source on the calibrated inputs.
