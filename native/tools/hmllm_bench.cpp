@@ -50,7 +50,11 @@
 #include "hmllm/model.h"
 #include "hmllm/session.h"
 
+#include "tool_support.h"
+
 namespace {
+
+using hmllm::tools::parse_long;
 
 using Clock = std::chrono::steady_clock;
 
@@ -65,25 +69,7 @@ struct Args {
 };
 
 int fail(const Args& a, int code, const std::string& msg) {
-    std::fprintf(stderr, "hmllm_bench: %s\n", msg.c_str());
-    if (a.json) {
-        std::string esc;
-        for (char c : msg) {
-            if (c == '"' || c == '\\') esc += '\\';
-            esc += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
-        }
-        std::printf("{\"ok\": false, \"error\": \"%s\"}\n", esc.c_str());
-    }
-    return code;
-}
-
-bool parse_int(const char* s, long lo, long hi, long* out) {
-    char* end = nullptr;
-    errno = 0;
-    long v = std::strtol(s, &end, 10);
-    if (errno || !end || *end || end == s || v < lo || v > hi) return false;
-    *out = v;
-    return true;
+    return hmllm::tools::fail("hmllm_bench", a.json, code, msg);
 }
 
 // Any fixed English text will do; it only has to tokenize to ordinary words.
@@ -218,12 +204,12 @@ int main(int argc, char** argv) {
         long n = 0;
         bool ok = true;
         if (k == "--model") a.model = v;
-        else if (k == "--threads") ok = parse_int(v, 0, 256, &n), a.threads = int(n);
-        else if (k == "--prompt-tokens") ok = parse_int(v, 1, 1 << 20, &n), a.prompt_tokens = int(n);
-        else if (k == "--gen-tokens") ok = parse_int(v, 2, 1 << 20, &n), a.gen_tokens = int(n);
-        else if (k == "--repeat") ok = parse_int(v, 1, 1000, &n), a.repeat = int(n);
-        else if (k == "--ctx") ok = parse_int(v, 1, 1 << 20, &n), a.ctx = int(n);
-        else if (k == "--bw-mb") ok = parse_int(v, 1, 1 << 16, &n), a.bw_mb = int(n);
+        else if (k == "--threads") ok = parse_long(v, 0, 256, &n), a.threads = int(n);
+        else if (k == "--prompt-tokens") ok = parse_long(v, 1, 1 << 20, &n), a.prompt_tokens = int(n);
+        else if (k == "--gen-tokens") ok = parse_long(v, 2, 1 << 20, &n), a.gen_tokens = int(n);
+        else if (k == "--repeat") ok = parse_long(v, 1, 1000, &n), a.repeat = int(n);
+        else if (k == "--ctx") ok = parse_long(v, 1, 1 << 20, &n), a.ctx = int(n);
+        else if (k == "--bw-mb") ok = parse_long(v, 1, 1 << 16, &n), a.bw_mb = int(n);
         else if (k == "--kv") a.kv = v, ok = a.kv == "f16" || a.kv == "q8_0";
         else if (k == "--kernels") a.kernels = v;
         else return fail(a, 2, "unknown option " + k);

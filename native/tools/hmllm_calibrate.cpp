@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,7 +36,12 @@
 #include "hmllm/kernels.h"
 #include "hmllm/session.h"
 
+#include "tool_support.h"
+
 namespace {
+
+using hmllm::tools::json_escape;
+using hmllm::tools::parse_long;
 
 namespace fs = std::filesystem;
 constexpr int kChunk = 32;  // positions per forward step
@@ -49,33 +53,8 @@ struct Args {
     bool json = false;
 };
 
-std::string json_escape(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
-        else if (c == '\n') out += "\\n";
-        else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else out += static_cast<char>(c);
-    }
-    return out;
-}
-
 int fail(const Args& a, int code, const std::string& msg) {
-    std::fprintf(stderr, "hmllm_calibrate: %s\n", msg.c_str());
-    if (a.json) std::printf("{\"ok\": false, \"error\": \"%s\"}\n", json_escape(msg).c_str());
-    return code;
-}
-
-bool parse_long(const char* s, long lo, long hi, long* out) {
-    char* end = nullptr;
-    errno = 0;
-    long v = std::strtol(s, &end, 10);
-    if (errno || !end || *end || end == s || v < lo || v > hi) return false;
-    *out = v;
-    return true;
+    return hmllm::tools::fail("hmllm_calibrate", a.json, code, msg);
 }
 
 // X^T X of one input site, upper triangle, in double.

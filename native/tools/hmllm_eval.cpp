@@ -20,7 +20,6 @@
 // 1 when a model cannot be loaded or run; the error is one line on stderr (and
 // {"ok": false, "error": ...} on stdout with --json).
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +34,11 @@
 #include "hmllm/kernels.h"
 #include "hmllm/session.h"
 
+#include "tool_support.h"
+
 namespace {
+
+using hmllm::tools::parse_long;
 
 constexpr int kChunk = 32;  // positions per forward step (the engine's batch size)
 
@@ -45,41 +48,8 @@ struct Args {
     bool json = false;
 };
 
-std::string json_escape(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += static_cast<char>(c);
-                }
-        }
-    }
-    return out;
-}
-
 int fail(const Args& a, int code, const std::string& msg) {
-    std::fprintf(stderr, "hmllm_eval: %s\n", msg.c_str());
-    if (a.json) std::printf("{\"ok\": false, \"error\": \"%s\"}\n", json_escape(msg).c_str());
-    return code;
-}
-
-bool parse_int(const char* s, long lo, long hi, long* out) {
-    char* end = nullptr;
-    errno = 0;
-    long v = std::strtol(s, &end, 10);
-    if (errno || !end || *end || end == s || v < lo || v > hi) return false;
-    *out = v;
-    return true;
+    return hmllm::tools::fail("hmllm_eval", a.json, code, msg);
 }
 
 // Log-softmax of one logits row into out (double), and the row's argmax.
@@ -142,8 +112,8 @@ int main(int argc, char** argv) {
         if (k == "--model") a.model = v;
         else if (k == "--reference") a.reference = v;
         else if (k == "--text-file") a.text_file = v;
-        else if (k == "--ctx") ok = parse_int(v, 2, 1 << 20, &n), a.ctx = int(n);
-        else if (k == "--threads") ok = parse_int(v, 0, 256, &n), a.threads = int(n);
+        else if (k == "--ctx") ok = parse_long(v, 2, 1 << 20, &n), a.ctx = int(n);
+        else if (k == "--threads") ok = parse_long(v, 0, 256, &n), a.threads = int(n);
         else if (k == "--kv") a.kv = v, ok = a.kv == "f16" || a.kv == "q8_0";
         else if (k == "--kernels") a.kernels = v;
         else return fail(a, 2, "unknown option " + k);

@@ -26,7 +26,12 @@
 #include "hmllm/kernels.h"
 #include "hmllm/session.h"
 
+#include "tool_support.h"
+
 namespace {
+
+using hmllm::tools::json_escape;
+using hmllm::tools::parse_long;
 
 struct Args {
     std::string model, prompt, tokens, kv = "f16", kernels, logits_out, classify;
@@ -37,41 +42,8 @@ struct Args {
     unsigned long long seed = 0;
 };
 
-std::string json_escape(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += static_cast<char>(c);  // UTF-8 passes through (the decoder emits valid UTF-8)
-                }
-        }
-    }
-    return out;
-}
-
 int fail(const Args& a, int code, const std::string& msg) {
-    std::fprintf(stderr, "hmllm_run: %s\n", msg.c_str());
-    if (a.json) std::printf("{\"ok\": false, \"error\": \"%s\"}\n", json_escape(msg).c_str());
-    return code;
-}
-
-bool parse_int(const char* s, long lo, long hi, long* out) {
-    char* end = nullptr;
-    errno = 0;
-    long v = std::strtol(s, &end, 10);
-    if (errno || !end || *end || end == s || v < lo || v > hi) return false;
-    *out = v;
-    return true;
+    return hmllm::tools::fail("hmllm_run", a.json, code, msg);
 }
 
 bool parse_float(const char* s, float lo, float hi, float* out) {
@@ -89,7 +61,7 @@ bool parse_tokens(const std::string& s, std::vector<int32_t>* out) {
         size_t j = s.find(',', i);
         if (j == std::string::npos) j = s.size();
         long v;
-        if (!parse_int(s.substr(i, j - i).c_str(), 0, 0x7fffffff, &v)) return false;
+        if (!parse_long(s.substr(i, j - i).c_str(), 0, 0x7fffffff, &v)) return false;
         out->push_back(static_cast<int32_t>(v));
         i = j + 1;
     }
@@ -172,11 +144,11 @@ int main(int argc, char** argv) {
         if (k == "--model") a.model = v;
         else if (k == "--prompt") a.prompt = v, a.has_prompt = true;
         else if (k == "--tokens") a.tokens = v, a.has_tokens = true;
-        else if (k == "--max-tokens") ok = parse_int(v, 0, 1 << 20, &n), a.max_tokens = int(n);
-        else if (k == "--threads") ok = parse_int(v, 0, 256, &n), a.threads = int(n);
-        else if (k == "--ctx") ok = parse_int(v, 1, 1 << 20, &n), a.ctx = int(n);
-        else if (k == "--top-k") ok = parse_int(v, 0, 1 << 30, &n), a.top_k = int(n);
-        else if (k == "--seed") ok = parse_int(v, 0, 0x7fffffff, &n), a.seed = static_cast<unsigned long long>(n);
+        else if (k == "--max-tokens") ok = parse_long(v, 0, 1 << 20, &n), a.max_tokens = int(n);
+        else if (k == "--threads") ok = parse_long(v, 0, 256, &n), a.threads = int(n);
+        else if (k == "--ctx") ok = parse_long(v, 1, 1 << 20, &n), a.ctx = int(n);
+        else if (k == "--top-k") ok = parse_long(v, 0, 1 << 30, &n), a.top_k = int(n);
+        else if (k == "--seed") ok = parse_long(v, 0, 0x7fffffff, &n), a.seed = static_cast<unsigned long long>(n);
         else if (k == "--temperature") ok = parse_float(v, 0.0f, 100.0f, &a.temperature);
         else if (k == "--top-p") ok = parse_float(v, 0.0f, 1.0f, &a.top_p);
         else if (k == "--kv") a.kv = v, ok = a.kv == "f16" || a.kv == "q8_0";
