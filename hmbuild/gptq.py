@@ -32,9 +32,11 @@ DAMP = 0.3
 
 
 class Factor(NamedTuple):
-    """What quantize_codes needs of one input: the columns' rounding order and U for that order."""
-    order: np.ndarray  # int64 [n]: column indices, largest input second moment first
-    u: np.ndarray      # inverse_factor of H permuted to that order
+    """What quantize_codes needs of one input: the columns' rounding order, U for that order, and
+    the weight of each column's squared error when a group's scale is chosen."""
+    order: np.ndarray   # int64 [n]: column indices, largest input second moment first
+    u: np.ndarray       # inverse_factor of H permuted to that order
+    weight: np.ndarray  # float32 [n], file order: the damped diagonal of H
 
 
 def prepare(h: np.ndarray, damp: float = DAMP) -> Factor:
@@ -43,8 +45,15 @@ def prepare(h: np.ndarray, damp: float = DAMP) -> Factor:
     h = np.asarray(h, dtype=np.float64)
     if h.ndim != 2 or h.shape[0] != h.shape[1]:
         raise ValueError(f"the input second-moment matrix must be square, got shape {h.shape}")
-    order = np.argsort(-np.diag(h), kind="stable")
-    return Factor(order, inverse_factor(h[np.ix_(order, order)], damp))
+    diag = np.diag(h)
+    order = np.argsort(-diag, kind="stable")
+    live = diag[diag > 0]
+    # The scale search weighs each column's error by its input's mean square (the diagonal part of
+    # the output error), damped like H so a column whose input never fires still counts: measured
+    # on Gemma 3 270M at group 128, KL 0.200 -> 0.172 (evaluation text), 0.287 -> 0.252 (another
+    # English text); at group 32 about even (0.102 -> 0.108, top-1 0.776 -> 0.783).
+    weight = (np.maximum(diag, 0) + damp * (float(live.mean()) if live.size else 1.0)).astype(np.float32)
+    return Factor(order, inverse_factor(h[np.ix_(order, order)], damp), weight)
 
 
 def inverse_factor(h: np.ndarray, damp: float = DAMP) -> np.ndarray:
@@ -76,16 +85,18 @@ def quantize_codes(weights: np.ndarray, group: int, factor: Factor) -> tuple[np.
     """Like int4_format.quantize_hm_q4_codes (q uint8 0..15, d float16 [rows, cols / group]) but
     with each column's rounding error compensated on the later columns (prepare() of the matrix's
     input second moments). Columns go in factor.order, so the group scales (groups are runs of
-    columns in the file's order) are chosen first, from the weights as given."""
+    columns in the file's order) are chosen first, from the weights as given, each column's error
+    weighted by factor.weight."""
     w = np.asarray(weights, dtype=np.float32)
     if w.ndim != 2:
         raise ValueError(f"weights must be 2-D, got shape {w.shape}")
     n_rows, n_cols = w.shape
     _check_shape(n_rows, n_cols, group)
-    order, u = factor
+    order, u, weight = factor
     if u.shape != (n_cols, n_cols):
         raise ValueError(f"the calibration matrix is {u.shape[0]} wide but the tensor has {n_cols} columns")
-    d16 = _search_scales(w.reshape(n_rows, n_cols // group, group))[..., 0].astype(np.float16)
+    d16 = _search_scales(w.reshape(n_rows, n_cols // group, group),
+                         weight.reshape(n_cols // group, group))[..., 0].astype(np.float16)
     step_all = d16.astype(np.float32)
     with np.errstate(divide="ignore"):
         inv_all = np.where(step_all != 0, np.float32(1.0) / np.where(step_all != 0, step_all, np.float32(1.0)),

@@ -49,11 +49,12 @@ def test_compensation_cuts_the_output_error(group):
     assert output_error(w, q1, d1, group, x) < 0.75 * plain
 
 
-def test_uncorrelated_inputs_give_plain_rounding():
-    # Nothing to compensate through: the same codes and scales as plain rounding, bit for bit.
+def test_independent_equal_inputs_give_plain_rounding():
+    # Nothing to compensate through and every column weighs the same (1 + damping 1 = 2, exact in
+    # floats): the same codes and scales as plain rounding, bit for bit.
     rng = np.random.default_rng(2)
     w = rng.normal(size=(16, 128)).astype(np.float32)
-    factor = gptq.prepare(np.diag(rng.uniform(0.5, 2.0, 128)))
+    factor = gptq.prepare(np.eye(128), damp=1.0)
     q, d = gptq.quantize_codes(w, 32, factor)
     q0, d0 = quantize_hm_q4_codes(w, 32)
     assert np.array_equal(q, q0) and np.array_equal(d.view(np.uint16), d0.view(np.uint16))
