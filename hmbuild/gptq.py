@@ -41,26 +41,7 @@ class Factor(NamedTuple):
 
 def prepare(h: np.ndarray, damp: float = DAMP) -> Factor:
     """Columns whose inputs are largest are rounded first ("act order"), while the most columns
-    are left to take up their error."""
-    h = np.asarray(h, dtype=np.float64)
-    if h.ndim != 2 or h.shape[0] != h.shape[1]:
-        raise ValueError(f"the input second-moment matrix must be square, got shape {h.shape}")
-    diag = np.diag(h)
-    order = np.argsort(-diag, kind="stable")
-    live = diag[diag > 0]
-    # The scale search weighs each column's error by its input's mean square (the diagonal part of
-    # the output error), damped like H so a column whose input never fires still counts: measured
-    # on Gemma 3 270M at group 128, KL 0.200 -> 0.172 (evaluation text), 0.287 -> 0.252 (another
-    # English text); at group 32 about even (0.102 -> 0.108, top-1 0.776 -> 0.783).
-    weight = (np.maximum(diag, 0) + damp * (float(live.mean()) if live.size else 1.0)).astype(np.float32)
-    return Factor(order, inverse_factor(h[np.ix_(order, order)], damp), weight)
-
-
-def inverse_factor(h: np.ndarray, damp: float = DAMP) -> np.ndarray:
-    """The upper Cholesky factor U of (H + damp * mean(diag H) * I)^-1, float32 [n, n]: row i of U,
-    divided by U[i, i], is how column i's rounding error is spread over the columns after it.
-    Inputs that were never non-zero (diag 0) get a unit diagonal: their columns are rounded
-    plainly and nothing is pushed onto them."""
+    are left to take up their error. H is checked, symmetrised and damped here, once."""
     h = np.array(h, dtype=np.float64)
     if h.ndim != 2 or h.shape[0] != h.shape[1]:
         raise ValueError(f"the input second-moment matrix must be square, got shape {h.shape}")
@@ -68,12 +49,28 @@ def inverse_factor(h: np.ndarray, damp: float = DAMP) -> np.ndarray:
         raise ValueError("the input second-moment matrix holds NaN or infinity")
     h = (h + h.T) / 2
     diag = np.diag(h).copy()
-    dead = diag <= 0
+    live = diag[diag > 0]
+    shift = damp * (float(live.mean()) if live.size else 1.0)
+    order = np.argsort(-diag, kind="stable")
+    # The scale search weighs each column's error by its input's mean square (the diagonal part of
+    # the output error), damped like H so a column whose input never fires still counts: measured
+    # on Gemma 3 270M at group 128, KL 0.200 -> 0.172 (evaluation text), 0.287 -> 0.252 (another
+    # English text); at group 32 about even (0.102 -> 0.108, top-1 0.776 -> 0.783).
+    weight = (np.maximum(diag, 0) + shift).astype(np.float32)
+    return Factor(order, inverse_factor(h[np.ix_(order, order)], shift), weight)
+
+
+def inverse_factor(h: np.ndarray, shift: float) -> np.ndarray:
+    """The upper Cholesky factor U of (H + shift * I)^-1 for a symmetric, finite H, float32 [n, n]:
+    row i of U, divided by U[i, i], is how column i's rounding error is spread over the columns
+    after it. Inputs that were never non-zero (diag 0) get a unit diagonal: their columns are
+    rounded plainly and nothing is pushed onto them."""
+    h = np.array(h, dtype=np.float64)
+    dead = np.diag(h) <= 0
     h[dead, :] = 0
     h[:, dead] = 0
     h[dead, dead] = 1
-    live = diag[~dead]
-    h[np.diag_indices_from(h)] += damp * (float(live.mean()) if live.size else 1.0)
+    h[np.diag_indices_from(h)] += shift
     # H^-1 from H's own Cholesky factor, then the upper factor of H^-1.
     lower = np.linalg.cholesky(h)
     inv_lower = np.linalg.inv(lower)

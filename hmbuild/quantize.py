@@ -294,7 +294,7 @@ def _dequantize_rows(raw: np.ndarray, t: TensorPlan) -> np.ndarray:
     return np.asarray(out, dtype=np.float32).reshape(raw.shape[0], t.n_cols)
 
 
-def _convert_rows(w: np.ndarray, t: TensorPlan, u: gptq.Factor | None = None) -> np.ndarray:
+def _convert_rows(w: np.ndarray, t: TensorPlan, factor: gptq.Factor | None = None) -> np.ndarray:
     from gguf import GGMLQuantizationType, quants
 
     if t.type == F32:
@@ -303,12 +303,13 @@ def _convert_rows(w: np.ndarray, t: TensorPlan, u: gptq.Factor | None = None) ->
         return w.astype(np.float16)
     if t.type in HM_NAMES:
         group = {v: k for k, v in HM_TYPES.items()}[t.type]
-        q, d = quantize_hm_q4_codes(w, group) if u is None else gptq.quantize_codes(w, group, u)
+        q, d = quantize_hm_q4_codes(w, group) if factor is None else gptq.quantize_codes(w, group, factor)
         return np.frombuffer(pack_hm_q4(q, d, group), dtype=np.uint8)
     return quants.quantize(w, GGMLQuantizationType(t.type))
 
 
-def _tensor_bytes(rt, t: TensorPlan, progress: Callable[[int], None] | None, u: gptq.Factor | None = None) -> np.ndarray:
+def _tensor_bytes(rt, t: TensorPlan, progress: Callable[[int], None] | None,
+                 factor: gptq.Factor | None = None) -> np.ndarray:
     """The output bytes of one tensor (a flat array of t.nbytes bytes)."""
     data = np.asarray(rt.data)
     raw = data.reshape(t.n_rows, -1)
@@ -323,7 +324,7 @@ def _tensor_bytes(rt, t: TensorPlan, progress: Callable[[int], None] | None, u: 
         w = _dequantize_rows(rows, t)
         if not np.all(np.isfinite(w)):
             raise HmbuildError(f"Tensor {t.name} holds NaN or infinite values; the source model is damaged.")
-        b = np.ascontiguousarray(_convert_rows(w, t, u)).reshape(-1).view(np.uint8)
+        b = np.ascontiguousarray(_convert_rows(w, t, factor)).reshape(-1).view(np.uint8)
         out[pos:pos + b.size] = b
         pos += b.size
         if progress:
@@ -334,7 +335,7 @@ def _tensor_bytes(rt, t: TensorPlan, progress: Callable[[int], None] | None, u: 
 
 class Calibration:
     """The input second moments hmllm_calibrate wrote (manifest.json naming a .npy per tensor), turned
-    into gptq.inverse_factor once per file (Q/K/V, and gate/up, share theirs)."""
+    into a gptq.Factor (gptq.prepare) once per file (Q/K/V, and gate/up, share theirs)."""
 
     def __init__(self, folder: Path):
         import json
@@ -499,12 +500,12 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
         writer.write_ti_data_to_file()
         calibrated = []
         for rt, t in zip(reader.tensors, plans):
-            u = None
+            factor = None
             if factors is not None and t.type in HM_NAMES and t.type != t.source_type:
-                u = factors.factor(t.name, t.n_cols)
-                if u is not None:
+                factor = factors.factor(t.name, t.n_cols)
+                if factor is not None:
                     calibrated.append(t.name)
-            writer.write_tensor_data(_tensor_bytes(rt, t, progress, u))
+            writer.write_tensor_data(_tensor_bytes(rt, t, progress, factor))
         writer.flush()
         os.fsync(writer.fout[0].fileno())
         writer.close()

@@ -177,7 +177,8 @@ def test_bad_calibration_input_is_one_sentence(project, tiny, tmp_path):
     assert "hmbuild" in error_line(q("--calibrate", "default", cwd=tmp_path))
     # Moments of another model: the shapes do not match.
     other = TinyConfig(weight_type=Q.F32, ctx=256, d_model=128, d_ff=256, head_dim=32)
-    other_path = write_tiny_model(tmp_path / "other.gguf", other) and tmp_path / "other.gguf"
+    other_path = tmp_path / "other.gguf"
+    write_tiny_model(other_path, other)
     tool = project / "build" / "host-release" / "hmllm" / "hmllm_calibrate"
     import subprocess
 
