@@ -12,17 +12,15 @@ bandwidth). qemu timings are not device speed.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from hmbuild.builder import BuildResult
-from hmbuild.errors import HmbuildError, exit_reason
+from hmbuild.errors import HmbuildError
 from hmbuild.project import Project
-from hmbuild.runners import _test_env, check_cpu, ensure_runnable
+from hmbuild.runners import check_cpu, ensure_runnable, run_progress_tool
 from hmbuild.targets import Target
 
 MAX_THREADS = 256
@@ -151,33 +149,13 @@ def run_one(target: Target, build: BuildResult, model: Path, options: BenchOptio
             cpu: str | None, progress: Callable[[str], None]) -> BenchRun:
     """Runs hmllm_bench once (one thread count, one process) and returns its figures."""
     tool = bench_tool(build, target)
-    cmd = [*target.runner, str(tool), "--model", str(model), "--threads", str(threads or 0),
-           "--prompt-tokens", str(options.prompt_tokens), "--gen-tokens", str(options.gen_tokens),
-           "--repeat", str(options.repeat), "--kv", options.kv, "--ctx", str(options.ctx), "--json"]
+    args = ["--model", str(model), "--threads", str(threads or 0),
+            "--prompt-tokens", str(options.prompt_tokens), "--gen-tokens", str(options.gen_tokens),
+            "--repeat", str(options.repeat), "--kv", options.kv, "--ctx", str(options.ctx)]
     if options.kernels:
-        cmd += ["--kernels", options.kernels]
-    proc = subprocess.Popen(cmd, env=_test_env(target, None, cpu), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, errors="replace")
-    reasons = []
-    for line in proc.stderr:  # one line per step; stdout carries only the final JSON line
-        if line.startswith("hmllm_bench: "):
-            msg = line.removeprefix("hmllm_bench: ").rstrip()
-            reasons.append(msg)
-            progress(msg)
-    out = proc.stdout.read()
-    code = proc.wait()
-    data = None
-    for line in reversed(out.splitlines()):
-        if line.startswith("{"):
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                pass
-            break
-    if code != 0 or not data or not data.get("ok"):
-        reason = (data or {}).get("error") or (reasons[-1] if reasons else exit_reason(code))
-        raise HmbuildError(f"The benchmark failed: {reason.rstrip('.')}.", 2 if code == 2 else 1)
-    return BenchRun.from_tool(data)
+        args += ["--kernels", options.kernels]
+    return BenchRun.from_tool(run_progress_tool(target, cpu, tool, args, info=progress,
+                                                failure="The benchmark failed: "))
 
 
 def run_bench(project: Project, target: Target, build: BuildResult, model: Path, options: BenchOptions,

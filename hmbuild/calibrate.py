@@ -12,10 +12,10 @@ from typing import Callable
 
 from hmbuild.builder import BuildResult
 from hmbuild.errors import HmbuildError
-from hmbuild.evaluate import check_text
 from hmbuild.project import Project
 from hmbuild.runners import built_tool, ensure_runnable, run_progress_tool
 from hmbuild.targets import Target
+from hmbuild.texts import check_text, shipped_text
 
 TOOL = "hmllm_calibrate"
 DEFAULT_TOKENS = 4096  # text positions measured; more costs time (the whole model runs on each)
@@ -25,11 +25,7 @@ DEFAULT = "default"    # --calibrate default: hmbuild's own English calibration 
 def default_text() -> Path:
     """The English calibration text shipped with hmbuild; deliberately not the evaluation text, so
     `hmbuild eval` judges a calibrated model on text it was not tuned on."""
-    path = Path(__file__).resolve().parent / "data" / "calib_en.txt"
-    if not path.is_file():
-        raise HmbuildError(f"hmbuild's default calibration text {path} is missing; reinstall hmbuild or pass "
-                           "--calibrate FILE.")
-    return path
+    return shipped_text("calib_en.txt", "calibration", "--calibrate")
 
 
 def is_folder(path: Path) -> bool:

@@ -431,6 +431,12 @@ def quantize_cmd(ctx, input_path, output_path, scheme, keep, calibrate_source, c
 
     from hmbuild.quantize import format_report, quantize_model
 
+    if calibrate_source is None:
+        for name in ("threads", "calibration_tokens"):
+            if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+                flag = "--" + name.replace("_", "-")
+                raise HmbuildError(f"{flag} acts only with --calibrate (rounding itself runs in this process); "
+                                   f"add --calibrate TEXT or drop {flag}.")
     state = {}
 
     def on_plan(plans):

@@ -15,17 +15,15 @@ from hmbuild.errors import HmbuildError
 from hmbuild.project import Project
 from hmbuild.runners import built_tool, check_cpu, ensure_runnable, run_progress_tool
 from hmbuild.targets import Target
+from hmbuild.texts import check_text, shipped_text
 
 DEFAULT_CTX = 512
 TOOL = "hmllm_eval"
 
 
 def default_text() -> Path:
-    """The English evaluation text shipped with hmbuild (inside the package, so wheels carry it)."""
-    path = Path(__file__).resolve().parent / "data" / "eval_en.txt"
-    if not path.is_file():
-        raise HmbuildError(f"hmbuild's default evaluation text {path} is missing; reinstall hmbuild or pass --text FILE.")
-    return path
+    """The English evaluation text shipped with hmbuild."""
+    return shipped_text("eval_en.txt", "evaluation", "--text")
 
 
 @dataclass
@@ -60,21 +58,6 @@ class EvalResult:
         return d
 
 
-def check_text(text: Path, option: str, purpose: str) -> Path:
-    """A readable, non-empty UTF-8 text file (resolved), or one sentence naming `option`."""
-    if not text.is_file():
-        raise HmbuildError(f"Text file {text} does not exist; pass an existing UTF-8 text file or omit {option}.")
-    try:
-        content = text.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HmbuildError(f"Text file {text} is not valid UTF-8 (byte {exc.start}); save it as UTF-8.") from None
-    except OSError as exc:
-        raise HmbuildError(f"Text file {text} cannot be read ({exc.strerror}); check its permissions.") from None
-    if not content.strip():
-        raise HmbuildError(f"Text file {text} is empty; give a text {purpose} or omit {option}.")
-    return text.resolve()
-
-
 def check_inputs(model: Path | None, reference: Path | None, text: Path | None, ctx: int) -> tuple[Path, Path, Path]:
     """One sentence for each kind of bad input, before anything is built."""
     if model is None or reference is None:
@@ -86,7 +69,7 @@ def check_inputs(model: Path | None, reference: Path | None, text: Path | None, 
     if ctx < 2:
         raise HmbuildError(f"--ctx {ctx} is too small; a window needs at least 2 tokens (e.g. --ctx {DEFAULT_CTX}).")
     text = check_text(default_text() if text is None else Path(text), "--text", "to evaluate on")
-    return Path(model).resolve(), Path(reference).resolve(), text.resolve()
+    return Path(model).resolve(), Path(reference).resolve(), text
 
 
 def evaluate(project: Project, target: Target, build: BuildResult, model: Path, reference: Path, text: Path,

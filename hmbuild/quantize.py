@@ -337,6 +337,9 @@ class Calibration:
     """The input second moments hmllm_calibrate wrote (manifest.json naming a .npy per tensor), turned
     into a gptq.Factor (gptq.prepare) once per file (Q/K/V, and gate/up, share theirs)."""
 
+    CACHED = 2  # factors kept: tensors come in file order, where one other input (attn_output) can sit
+                # between the Q/K/V that share theirs; each is up to d_ff² float64 (~32 MB for 2048)
+
     def __init__(self, folder: Path):
         import json
 
@@ -348,7 +351,7 @@ class Calibration:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise HmbuildError(f"{self.folder} is not a calibration folder written by hmllm_calibrate (no readable "
                                "manifest.json); run `hmbuild quantize --calibrate TEXT` instead.") from None
-        self._cache: dict[str, gptq.Factor] = {}
+        self._cache: dict[str, gptq.Factor] = {}  # insertion order = least recently prepared first
 
     def factor(self, tensor: str, n_cols: int) -> gptq.Factor | None:
         name = self.files.get(tensor)
@@ -361,10 +364,13 @@ class Calibration:
                     raise HmbuildError(f"The calibration in {self.folder} was measured on another model: {tensor} "
                                        f"has {n_cols} inputs here but {h.shape[0] if h.ndim else 0} there; calibrate with "
                                        "this model.")
-                self._cache = {name: gptq.prepare(h)}  # one at a time: tensors come in file order
+                factor = gptq.prepare(h)
             except (OSError, ValueError, np.linalg.LinAlgError) as exc:
                 raise HmbuildError(f"The calibration file {self.folder / name} cannot be used ({exc}); run the "
                                    "calibration again.") from None
+            while len(self._cache) >= self.CACHED:
+                del self._cache[next(iter(self._cache))]
+            self._cache[name] = factor
         return self._cache[name]
 
 

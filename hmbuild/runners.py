@@ -299,11 +299,12 @@ def _sentence(reason: str) -> str:
 
 def run_progress_tool(target: Target, cpu: str | None, tool: Path, args: list[str],
                       progress: Callable[[int, int], None] | None = None,
-                      info: Callable[[str], None] | None = None) -> dict:
-    """Runs one of the runtime's long-running tools (hmllm_eval, hmllm_calibrate) on the target with
-    --json and returns its JSON object (without "ok"). The tool reports "NAME: progress DONE/TOTAL"
-    lines on stderr, relayed to progress(done, total); its other "NAME: " lines go to info(line).
-    A failure is one sentence: the tool's own error, or how it ended."""
+                      info: Callable[[str], None] | None = None, failure: str = "") -> dict:
+    """Runs one of the runtime's long-running tools (hmllm_eval, hmllm_calibrate, hmllm_bench) on the
+    target with --json and returns its JSON object (without "ok"). The tool reports "NAME: progress
+    DONE/TOTAL" lines on stderr, relayed to progress(done, total); its other "NAME: " lines go to
+    info(line). A failure is one sentence, `failure` (e.g. "The benchmark failed: ") then the tool's
+    own error or how it ended; the tools' exit 2 (bad arguments) stays exit 2."""
     name = tool.name
     cmd = [*target.runner, str(tool), *args, "--json"]
     proc = subprocess.Popen(cmd, env=_test_env(target, None, cpu), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -344,6 +345,7 @@ def run_progress_tool(target: Target, cpu: str | None, tool: Path, args: list[st
             continue
     if proc.returncode != 0 or not isinstance(data, dict) or not data.get("ok"):
         reason = (data or {}).get("error") or (errors[-1] if errors else f"{name} ended: {exit_reason(proc.returncode)}")
-        raise HmbuildError(_sentence(reason))
+        raise HmbuildError(failure + (_sentence(reason) if not failure else reason.strip().rstrip(".") + "."),
+                           2 if proc.returncode == 2 else 1)
     data.pop("ok", None)
     return data

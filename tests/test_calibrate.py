@@ -73,6 +73,27 @@ def test_inputs_that_never_fire_and_bad_shapes():
         gptq.prepare(np.zeros((3, 4)))
 
 
+def test_a_shared_input_is_prepared_once(tmp_path, monkeypatch):
+    """Q, K and V share one input; in file order attn_output can come between them. Each moment
+    file is factorised once, and the factor of the tensors between is the right one."""
+    from hmbuild.quantize import Calibration
+
+    rng = np.random.default_rng(4)
+    for site, n in (("attn_in", 32), ("attn_out", 16)):
+        x = correlated_inputs(rng, n, n=256)
+        np.save(tmp_path / f"{site}.npy", x.T @ x / len(x))
+    tensors = {"attn_q": "attn_in.npy", "attn_k": "attn_in.npy", "attn_output": "attn_out.npy",
+               "attn_v": "attn_in.npy"}
+    (tmp_path / "manifest.json").write_text(json.dumps({"tokens": 256, "tensors": tensors}))
+    prepared = []
+    real_prepare = gptq.prepare
+    monkeypatch.setattr(gptq, "prepare", lambda h: prepared.append(h.shape) or real_prepare(h))
+    cal = Calibration(tmp_path)
+    widths = [len(cal.factor(name, 16 if name == "attn_output" else 32).order)
+              for name in ("attn_q", "attn_k", "attn_output", "attn_v")]
+    assert widths == [32, 32, 16, 32] and prepared == [(32, 32), (16, 16)]
+
+
 # ---------------------------------------------------------------------------------------------
 # The native tool and the command
 
@@ -174,7 +195,10 @@ def test_bad_calibration_input_is_one_sentence(project, tiny, tmp_path):
     assert "not one hmllm_calibrate wrote" in error_line(q("--calibrate", str(tmp_path / "folder")))
     assert "too few" in error_line(q("--calibrate", "default", "--calibration-tokens", "3"))
     # Outside a project there is no engine to measure with.
-    assert "hmbuild" in error_line(q("--calibrate", "default", cwd=tmp_path))
+    assert "is not an hmbuild project" in error_line(q("--calibrate", "default", cwd=tmp_path))
+    # Options that only act on a calibration are refused without one, not silently ignored.
+    assert "only with --calibrate" in error_line(q("--threads", "2"))
+    assert "only with --calibrate" in error_line(q("--calibration-tokens", "500"))
     # Moments of another model: the shapes do not match.
     other = TinyConfig(weight_type=Q.F32, ctx=256, d_model=128, d_ff=256, head_dim=32)
     other_path = tmp_path / "other.gguf"

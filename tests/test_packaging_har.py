@@ -229,7 +229,8 @@ def test_read_json5_accepts_comments_and_trailing_commas_and_refuses_the_rest(tm
 @pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user (see README)")
 class TestLinuxArm64LayoutCheck:
     @pytest.fixture(scope="class")
-    def built(self, tmp_path_factory):
+    @classmethod
+    def built(cls, tmp_path_factory):
         root = tmp_path_factory.mktemp("har") / "notes"
         run_hmbuild("new", str(root), "--name", "notes", check=True)
         proc = run_hmbuild("-C", str(root), "build", "--target", "linux-arm64", "--json", env=ENV)
