@@ -54,7 +54,11 @@
 
 namespace {
 
+using hmllm::tools::check;
+using hmllm::tools::has_flag;
+using hmllm::tools::Opt;
 using hmllm::tools::parse_long;
+using hmllm::tools::parse_options;
 
 using Clock = std::chrono::steady_clock;
 
@@ -195,12 +199,9 @@ std::string list(const std::vector<double>& v) {
 
 int main(int argc, char** argv) {
     Args a;
-    for (int i = 1; i < argc; ++i) a.json |= std::strcmp(argv[i], "--json") == 0;
-    for (int i = 1; i < argc; ++i) {
-        std::string k = argv[i];
-        if (k == "--json") continue;
-        if (i + 1 >= argc) return fail(a, 2, "option " + k + " needs a value (or is unknown)");
-        const char* v = argv[++i];
+    a.json = has_flag(argc, argv, "--json");
+    const std::string bad = parse_options(argc, argv, {"--json"}, [&](const std::string& k, const char* v) {
+        if (!v) return Opt::ok;  // --json
         long n = 0;
         bool ok = true;
         if (k == "--model") a.model = v;
@@ -212,9 +213,10 @@ int main(int argc, char** argv) {
         else if (k == "--bw-mb") ok = parse_long(v, 1, 1 << 16, &n), a.bw_mb = int(n);
         else if (k == "--kv") a.kv = v, ok = a.kv == "f16" || a.kv == "q8_0";
         else if (k == "--kernels") a.kernels = v;
-        else return fail(a, 2, "unknown option " + k);
-        if (!ok) return fail(a, 2, "bad value '" + std::string(v) + "' for " + k);
-    }
+        else return Opt::unknown;
+        return check(ok);
+    });
+    if (!bad.empty()) return fail(a, 2, bad);
     if (a.model.empty()) return fail(a, 2, "--model is required");
     if (a.prompt_tokens + a.gen_tokens > a.ctx)
         return fail(a, 2, "--prompt-tokens + --gen-tokens (" + std::to_string(a.prompt_tokens + a.gen_tokens) +

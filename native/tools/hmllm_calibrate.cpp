@@ -41,7 +41,11 @@
 namespace {
 
 using hmllm::tools::json_escape;
+using hmllm::tools::check;
+using hmllm::tools::has_flag;
+using hmllm::tools::Opt;
 using hmllm::tools::parse_long;
+using hmllm::tools::parse_options;
 
 namespace fs = std::filesystem;
 constexpr int kChunk = 32;  // positions per forward step
@@ -129,12 +133,9 @@ std::vector<std::string> tensors_of(int layer, hmllm::InputSite site, bool tied)
 
 int main(int argc, char** argv) {
     Args a;
-    for (int i = 1; i < argc; ++i) a.json |= std::strcmp(argv[i], "--json") == 0;
-    for (int i = 1; i < argc; ++i) {
-        std::string k = argv[i];
-        if (k == "--json") continue;
-        if (i + 1 >= argc) return fail(a, 2, "option " + k + " needs a value (or is unknown)");
-        const char* v = argv[++i];
+    a.json = has_flag(argc, argv, "--json");
+    const std::string bad = parse_options(argc, argv, {"--json"}, [&](const std::string& k, const char* v) {
+        if (!v) return Opt::ok;  // --json
         long n = 0;
         bool ok = true;
         if (k == "--model") a.model = v;
@@ -144,9 +145,10 @@ int main(int argc, char** argv) {
         else if (k == "--ctx") ok = parse_long(v, 2, 1 << 20, &n), a.ctx = int(n);
         else if (k == "--max-tokens") ok = parse_long(v, 0, 1L << 30, &n), a.max_tokens = n;
         else if (k == "--threads") ok = parse_long(v, 0, 256, &n), a.threads = int(n);
-        else return fail(a, 2, "unknown option " + k);
-        if (!ok) return fail(a, 2, "bad value '" + std::string(v) + "' for " + k);
-    }
+        else return Opt::unknown;
+        return check(ok);
+    });
+    if (!bad.empty()) return fail(a, 2, bad);
     if (a.model.empty() || a.text_file.empty() == a.tokens.empty() || a.out.empty())
         return fail(a, 2, "--model, --out and one of --text-file or --tokens are required");
     const fs::path out_dir(a.out), partial(a.out + ".partial");

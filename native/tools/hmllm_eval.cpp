@@ -38,7 +38,11 @@
 
 namespace {
 
+using hmllm::tools::check;
+using hmllm::tools::has_flag;
+using hmllm::tools::Opt;
 using hmllm::tools::parse_long;
+using hmllm::tools::parse_options;
 
 constexpr int kChunk = 32;  // positions per forward step (the engine's batch size)
 
@@ -101,13 +105,10 @@ struct Totals {
 
 int main(int argc, char** argv) {
     Args a;
-    for (int i = 1; i < argc; ++i) a.json |= std::strcmp(argv[i], "--json") == 0;
-    for (int i = 1; i < argc; ++i) {
-        std::string k = argv[i];
-        if (k == "--json") continue;
-        if (i + 1 >= argc) return fail(a, 2, "option " + k + " needs a value (or is unknown)");
-        const char* v = argv[++i];
-        long n;
+    a.json = has_flag(argc, argv, "--json");
+    const std::string bad = parse_options(argc, argv, {"--json"}, [&](const std::string& k, const char* v) {
+        if (!v) return Opt::ok;  // --json
+        long n = 0;
         bool ok = true;
         if (k == "--model") a.model = v;
         else if (k == "--reference") a.reference = v;
@@ -116,9 +117,10 @@ int main(int argc, char** argv) {
         else if (k == "--threads") ok = parse_long(v, 0, 256, &n), a.threads = int(n);
         else if (k == "--kv") a.kv = v, ok = a.kv == "f16" || a.kv == "q8_0";
         else if (k == "--kernels") a.kernels = v;
-        else return fail(a, 2, "unknown option " + k);
-        if (!ok) return fail(a, 2, "bad value '" + std::string(v) + "' for " + k);
-    }
+        else return Opt::unknown;
+        return check(ok);
+    });
+    if (!bad.empty()) return fail(a, 2, bad);
     if (a.model.empty() || a.reference.empty() || a.text_file.empty())
         return fail(a, 2, "--model, --reference and --text-file are required");
     if (!a.kernels.empty() && !hmllm::select_kernels(a.kernels.c_str()))

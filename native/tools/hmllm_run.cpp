@@ -31,7 +31,11 @@
 namespace {
 
 using hmllm::tools::json_escape;
+using hmllm::tools::check;
+using hmllm::tools::has_flag;
+using hmllm::tools::Opt;
 using hmllm::tools::parse_long;
+using hmllm::tools::parse_options;
 
 struct Args {
     std::string model, prompt, tokens, kv = "f16", kernels, logits_out, classify;
@@ -129,17 +133,13 @@ int run_classify(const Args& a, hmllm::Session& session) {
 
 int main(int argc, char** argv) {
     Args a;
-    for (int i = 1; i < argc; ++i) a.json |= std::strcmp(argv[i], "--json") == 0;
-    for (int i = 1; i < argc; ++i) {
-        std::string k = argv[i];
-        if (k == "--json") continue;
-        if (k == "--calibrate") {
-            a.calibrate = true;
-            continue;
+    a.json = has_flag(argc, argv, "--json");
+    const auto on_option = [&](const std::string& k, const char* v) {
+        if (!v) {  // --json, --calibrate
+            a.calibrate |= k == "--calibrate";
+            return Opt::ok;
         }
-        if (i + 1 >= argc) return fail(a, 2, "option " + k + " needs a value (or is unknown)");
-        const char* v = argv[++i];
-        long n;
+        long n = 0;
         bool ok = true;
         if (k == "--model") a.model = v;
         else if (k == "--prompt") a.prompt = v, a.has_prompt = true;
@@ -160,9 +160,11 @@ int main(int argc, char** argv) {
             ok = eq && eq != v && eq[1];
             if (ok) a.examples.emplace_back(std::string(eq + 1), std::string(v, size_t(eq - v)));
         }
-        else return fail(a, 2, "unknown option " + k);
-        if (!ok) return fail(a, 2, "bad value '" + std::string(v) + "' for " + k);
-    }
+        else return Opt::unknown;
+        return check(ok);
+    };
+    const std::string bad = parse_options(argc, argv, {"--json", "--calibrate"}, on_option);
+    if (!bad.empty()) return fail(a, 2, bad);
     if (a.model.empty()) return fail(a, 2, "--model is required");
     if (a.has_prompt == a.has_tokens) return fail(a, 2, "give exactly one of --prompt and --tokens");
     if (a.has_classify && !a.has_prompt) return fail(a, 2, "--classify needs the text as --prompt");

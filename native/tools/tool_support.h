@@ -1,12 +1,16 @@
 // tool_support.h: small helpers shared by the command-line tools in native/tools (hmllm_run,
 // hmllm_eval, hmllm_bench, hmllm_calibrate): JSON string escaping, the common error exit
-// ("TOOL: message" on stderr, {"ok": false, "error": ...} on stdout with --json) and strict
-// integer option parsing. Header-only; not part of the library's public API.
+// ("TOOL: message" on stderr, {"ok": false, "error": ...} on stdout with --json), the walk over
+// the command line and strict integer option parsing. Header-only; not part of the library's
+// public API.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <string>
 
 namespace hmllm::tools {
@@ -52,6 +56,37 @@ inline bool parse_long(const char* s, long lo, long hi, long* out) {
     if (errno || !end || *end || end == s || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+// True when argv holds `flag` anywhere: the tools look for --json before anything else, so even an
+// error in an option that comes before it is reported as JSON.
+inline bool has_flag(int argc, char** argv, const char* flag) {
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], flag) == 0) return true;
+    return false;
+}
+
+// What a tool says of one option it was handed.
+enum class Opt { ok, bad_value, unknown };
+inline Opt check(bool ok) { return ok ? Opt::ok : Opt::bad_value; }
+
+// Walks argv: each of `flags` goes to on_option(name, nullptr), every other "--name VALUE" pair to
+// on_option(name, value). Returns "" or the one-line error for exit status 2 (an option without its
+// value, one on_option does not know, or a value it refused).
+template <class OnOption>
+std::string parse_options(int argc, char** argv, std::initializer_list<const char*> flags, OnOption&& on_option) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string k = argv[i];
+        const bool is_flag = std::any_of(flags.begin(), flags.end(), [&](const char* f) { return k == f; });
+        if (!is_flag && i + 1 >= argc) return "option " + k + " needs a value (or is unknown)";
+        const char* v = is_flag ? nullptr : argv[++i];
+        switch (on_option(k, v)) {
+            case Opt::ok: break;
+            case Opt::unknown: return "unknown option " + k;
+            case Opt::bad_value: return "bad value '" + std::string(v ? v : "") + "' for " + k;
+        }
+    }
+    return {};
 }
 
 }  // namespace hmllm::tools
