@@ -165,6 +165,49 @@ def dequantize_hm_q4(data: bytes, n_rows: int, n_cols: int, group: int) -> np.nd
     return ((q.astype(np.float32) - 8.0) * dr).reshape(n_rows, n_cols)
 
 
+# Rotated inputs (docs/int4-format.md): a matrix named in the file's ROTATED_KEY array is stored as
+# W·R, R = blockdiag(H/sqrt(128)) over its columns, H the 128x128 Sylvester-Hadamard matrix; the
+# engine multiplies each input by R first (native hadamard_rows), so (W·R)(R·x) = W·x. R spreads a
+# group's outliers over the whole group, so 4-bit rounding of W·R loses less than of W.
+ROTATED_KEY = "hmllm.rotated_inputs"
+ROTATION_BLOCK = 128
+
+
+def _hadamard(n: int) -> np.ndarray:
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.sqrt(n)
+
+
+_R = _hadamard(ROTATION_BLOCK)
+
+
+def _rotate64(w: np.ndarray) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64)
+    rows, n_cols = w.shape
+    if n_cols % ROTATION_BLOCK:
+        raise ValueError(f"n_cols ({n_cols}) must be a multiple of {ROTATION_BLOCK} to rotate")
+    return (w.reshape(rows, n_cols // ROTATION_BLOCK, ROTATION_BLOCK) @ _R).reshape(rows, n_cols)
+
+
+def rotate_columns(w: np.ndarray) -> np.ndarray:
+    """w·R (float32) for a [rows, n_cols] matrix, n_cols a multiple of 128; R is symmetric and its
+    own inverse, so the same call undoes it."""
+    return _rotate64(w).astype(np.float32)
+
+
+def rotate_moments(h: np.ndarray) -> np.ndarray:
+    """R·H·R (float64): the second moments of R·x from those of x (H symmetric)."""
+    return _rotate64(_rotate64(h).T).T
+
+
+def rotated_tensors(reader) -> set[str]:
+    """The names a GGUFReader's file lists under ROTATED_KEY (empty when it has none)."""
+    f = reader.fields.get(ROTATED_KEY)
+    return {str(x) for x in f.contents()} if f is not None else set()
+
+
 def register_with_gguf() -> None:
     """Teaches the PyPI gguf package these types: GGML_QUANT_SIZES gets their block sizes, so
     GGUFWriter.add_tensor(raw_dtype=1032 / 1064 / 1128) can write them (the tile order is opaque to

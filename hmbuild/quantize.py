@@ -31,7 +31,8 @@ from hmbuild import __version__, gptq
 from hmbuild.errors import HmbuildError
 from hmbuild.int4_format import GGML_TYPE as HM_TYPES
 from hmbuild.int4_format import TYPE_NAME as HM_NAMES
-from hmbuild.int4_format import dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes, register_with_gguf
+from hmbuild.int4_format import (ROTATED_KEY, ROTATION_BLOCK, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes,
+                                 register_with_gguf, rotate_columns, rotate_moments, rotated_tensors)
 
 SCHEMES = {"int4-g128": 128, "int4-g64": 64, "int4-g32": 32}
 F32, F16, BF16, Q8_0 = 0, 1, 30, 8
@@ -108,6 +109,8 @@ class TensorPlan:
     rule: str = "default"  # "default" or the --keep rule that chose the type
     reason: str | None = None  # why `type` differs from `wanted` (a fallback)
     nbytes: int = 0
+    source_rotated: bool = False  # the source stores it as W·R (int4_format.ROTATED_KEY)
+    rotated: bool = False         # the output does
 
     @property
     def n_cols(self) -> int:
@@ -124,6 +127,8 @@ class TensorPlan:
     def to_json(self) -> dict:
         d = {"name": self.name, "shape": list(self.shape), "source_type": type_name(self.source_type),
              "type": type_name(self.type), "bytes": self.nbytes, "rule": self.rule}
+        if self.rotated:
+            d["rotated"] = True
         if self.reason:
             d["wanted"] = type_name(self.wanted)
             d["fallback"] = self.reason
@@ -179,6 +184,7 @@ class QuantizeResult:
             "metadata_keys": self.metadata_keys,
             "added_keys": self.added_keys,
             "dropped_keys": self.dropped_keys,
+            "rotated_tensors": sum(t.rotated for t in self.tensors),
             "calibrated_tensors": len(self.calibrated),
             "calibration": self.calibration,
             "seconds": round(self.seconds, 2),
@@ -242,9 +248,12 @@ def _fit(t: TensorPlan, wanted: int) -> tuple[int, str | None]:
     return wanted, None
 
 
-def plan_tensors(reader, group: int, rules: list[KeepRule]) -> list[TensorPlan]:
+def plan_tensors(reader, group: int, rules: list[KeepRule], rotate: bool = True) -> list[TensorPlan]:
     """One TensorPlan per tensor of the reader, in file order; raises HmbuildError for a source
-    type that cannot be read or a --keep pattern that matches no tensor."""
+    type that cannot be read or a --keep pattern that matches no tensor. With rotate, every matrix
+    rounded into HM_Q4 whose width is whole 128-blocks is stored rotated (int4_format.ROTATED_KEY);
+    a tensor copied as it is keeps the source's rotation."""
+    source_rotated = rotated_tensors(reader)
     plans = []
     for rt in reader.tensors:
         source = int(rt.tensor_type)
@@ -267,6 +276,11 @@ def plan_tensors(reader, group: int, rules: list[KeepRule]) -> list[TensorPlan]:
         if t.wanted == SOURCE:
             t.wanted = t.type
         t.nbytes = type_nbytes(t.type, t.n_rows, t.n_cols)
+        t.source_rotated = t.name in source_rotated
+        if t.type == t.source_type:
+            t.rotated = t.source_rotated
+        else:
+            t.rotated = rotate and t.type in HM_NAMES and len(t.shape) == 2 and t.n_cols % ROTATION_BLOCK == 0
     unused = [r.text for r, u in zip(rules, used) if not u]
     if unused:
         raise HmbuildError(f"--keep {', '.join(unused)} matches no tensor of the model; check the pattern against the "
@@ -324,6 +338,8 @@ def _tensor_bytes(rt, t: TensorPlan, progress: Callable[[int], None] | None,
         w = _dequantize_rows(rows, t)
         if not np.all(np.isfinite(w)):
             raise HmbuildError(f"Tensor {t.name} holds NaN or infinite values; the source model is damaged.")
+        if t.source_rotated != t.rotated:  # R is its own inverse: one multiplication undoes or applies it
+            w = rotate_columns(w)
         b = np.ascontiguousarray(_convert_rows(w, t, factor)).reshape(-1).view(np.uint8)
         out[pos:pos + b.size] = b
         pos += b.size
@@ -351,27 +367,29 @@ class Calibration:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise HmbuildError(f"{self.folder} is not a calibration folder written by hmllm_calibrate (no readable "
                                "manifest.json); run `hmbuild quantize --calibrate TEXT` instead.") from None
-        self._cache: dict[str, gptq.Factor] = {}  # insertion order = least recently prepared first
+        self._cache: dict[tuple[str, bool], gptq.Factor] = {}  # insertion order = least recently prepared first
 
-    def factor(self, tensor: str, n_cols: int) -> gptq.Factor | None:
+    def factor(self, tensor: str, n_cols: int, rotated: bool = False) -> gptq.Factor | None:
+        """The factor of the tensor's input moments (of R·x when the tensor is stored rotated)."""
         name = self.files.get(tensor)
         if name is None:
             return None
-        if name not in self._cache:
+        key = (name, rotated)
+        if key not in self._cache:
             try:
                 h = np.load(self.folder / name, allow_pickle=False)
                 if h.shape != (n_cols, n_cols):
                     raise HmbuildError(f"The calibration in {self.folder} was measured on another model: {tensor} "
                                        f"has {n_cols} inputs here but {h.shape[0] if h.ndim else 0} there; calibrate with "
                                        "this model.")
-                factor = gptq.prepare(h)
+                factor = gptq.prepare(rotate_moments(h) if rotated else h)
             except (OSError, ValueError, np.linalg.LinAlgError) as exc:
                 raise HmbuildError(f"The calibration file {self.folder / name} cannot be used ({exc}); run the "
                                    "calibration again.") from None
             while len(self._cache) >= self.CACHED:
                 del self._cache[next(iter(self._cache))]
-            self._cache[name] = factor
-        return self._cache[name]
+            self._cache[key] = factor
+        return self._cache[key]
 
 
 def _file_type(plans: list[TensorPlan]) -> int | None:
@@ -422,11 +440,12 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
                    keep: list[str] | tuple[str, ...] | None = None,
                    progress: Callable[[int], None] | None = None,
                    on_plan: Callable[[list[TensorPlan]], None] | None = None,
-                   calibration: Path | None = None) -> QuantizeResult:
+                   calibration: Path | None = None, rotate: bool = True) -> QuantizeResult:
     """Re-quantizes input_path into output_path. `progress(n)` is called with the number of source
     elements just converted; `on_plan(plans)` once before any conversion (e.g. to size a bar).
     calibration: a folder written by hmllm_calibrate (calibrate.py); the HM_Q4 tensors it covers are
-    rounded with error compensation (gptq.py) instead of plainly."""
+    rounded with error compensation (gptq.py) instead of plainly. rotate: store the HM_Q4 matrices
+    rotated (plan_tensors), which rounds them with less error at the same size and speed."""
     import gguf
 
     t0 = time.monotonic()
@@ -436,7 +455,7 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
     rules = parse_keep(keep)
     src, dst = check_paths(input_path, output_path)
     reader = _open_reader(src)
-    plans = plan_tensors(reader, SCHEMES[scheme], rules)
+    plans = plan_tensors(reader, SCHEMES[scheme], rules, rotate=rotate)
     if on_plan:
         on_plan(plans)
 
@@ -460,7 +479,7 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
         source_file_type = None
         for f in reader.fields.values():
             if f.name.startswith("GGUF.") or f.name == "general.architecture" or f.name in QUANTIZE_KEYS \
-                    or f.name == "general.quantized_by":
+                    or f.name in ("general.quantized_by", ROTATED_KEY):
                 continue
             if f.name == "general.file_type":
                 source_file_type = f.contents()
@@ -492,6 +511,8 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
                 writer.add_key_value(k, v, gguf.GGUFValueType.UINT32)
             else:
                 writer.add_string(k, v)
+        if rotated := [t.name for t in plans if t.rotated]:
+            writer.add_array(ROTATED_KEY, rotated)
 
         for t in plans:
             np_shape = tuple(reversed(t.shape))
@@ -508,7 +529,7 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
         for rt, t in zip(reader.tensors, plans):
             factor = None
             if factors is not None and t.type in HM_NAMES and t.type != t.source_type:
-                factor = factors.factor(t.name, t.n_cols)
+                factor = factors.factor(t.name, t.n_cols, rotated=t.rotated)
                 if factor is not None:
                     calibrated.append(t.name)
             writer.write_tensor_data(_tensor_bytes(rt, t, progress, factor))
@@ -551,6 +572,8 @@ def format_report(r: QuantizeResult) -> list[str]:
         before = f"{cb.get(name, 0):4d} {mib(bb.get(name, 0))}" if name in cb else ""
         after = f"{ca.get(name, 0):4d} {mib(ba.get(name, 0))}" if name in ca else ""
         lines.append(f"  {name:<11} {before:>24}   {after:>24}")
+    if n_rotated := sum(t.rotated for t in r.tensors):
+        lines.append(f"  rotated     {n_rotated} tensors stored as W·R (Hadamard-rotated inputs)")
     if r.calibration is not None or r.calibrated:
         c = r.calibration or {}
         lines.append(f"  calibrated  {len(r.calibrated)} tensors rounded for their inputs"

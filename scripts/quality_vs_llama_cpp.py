@@ -26,21 +26,25 @@ from _llama_ref import argument_parser, import_llama_cpp
 GGML_TYPE_Q4_0 = 2
 LLAMA_FTYPE_MOSTLY_Q4_0 = 2
 
-# (label, how it is made): hmbuild schemes with optional --keep rules and --calibrate (hmbuild's
-# default calibration text, not the evaluation text), llama.cpp ftypes with an optional type for the
-# token embedding / output matrix.
+# (label, how it is made): hmbuild's quantize options (--calibrate default is hmbuild's calibration
+# text, not the evaluation text; the 4-bit matrices are stored rotated unless --no-rotate), or a
+# llama.cpp ftype with an optional type for the token embedding / output matrix.
+CAL = ["--calibrate", "default"]
 VARIANTS = [
-    ("hmbuild int4-g128", ("hmbuild", "int4-g128", None, False)),
-    ("hmbuild int4-g128 --calibrate default", ("hmbuild", "int4-g128", None, True)),
-    ("hmbuild int4-g32", ("hmbuild", "int4-g32", None, False)),
-    ("hmbuild int4-g32 --calibrate default", ("hmbuild", "int4-g32", None, True)),
-    ("hmbuild int4-g128, token_embd Q8_0", ("hmbuild", "int4-g128", "q8_0:token_embd.weight", False)),
-    ("hmbuild int4-g128, token_embd Q8_0, calibrated", ("hmbuild", "int4-g128", "q8_0:token_embd.weight", True)),
+    ("hmbuild int4-g128", ("hmbuild", ["--scheme", "int4-g128"])),
+    ("hmbuild int4-g128 --calibrate default", ("hmbuild", ["--scheme", "int4-g128", *CAL])),
+    ("hmbuild int4-g128 --no-rotate", ("hmbuild", ["--scheme", "int4-g128", "--no-rotate"])),
+    ("hmbuild int4-g128 --no-rotate, calibrated", ("hmbuild", ["--scheme", "int4-g128", "--no-rotate", *CAL])),
+    ("hmbuild int4-g32", ("hmbuild", ["--scheme", "int4-g32"])),
+    ("hmbuild int4-g32 --calibrate default", ("hmbuild", ["--scheme", "int4-g32", *CAL])),
+    ("hmbuild int4-g32 --no-rotate, calibrated", ("hmbuild", ["--scheme", "int4-g32", "--no-rotate", *CAL])),
+    ("hmbuild int4-g128, token_embd Q8_0, calibrated",
+     ("hmbuild", ["--scheme", "int4-g128", "--keep", "q8_0:token_embd.weight", *CAL])),
     # The blocks copied as they are: only the 8-bit embedding / output matrix re-quantized.
-    ("hmbuild int4-g128 of the embedding only", ("hmbuild", "int4-g128", "source:blk.*", False)),
-    ("hmbuild int4-g32 of the embedding only", ("hmbuild", "int4-g32", "source:blk.*", False)),
-    ("llama.cpp Q4_0, token_embd Q4_0", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, GGML_TYPE_Q4_0, False)),
-    ("llama.cpp Q4_0 (token_embd stays Q8_0)", ("llama", LLAMA_FTYPE_MOSTLY_Q4_0, None, False)),
+    ("hmbuild int4-g128 of the embedding only", ("hmbuild", ["--scheme", "int4-g128", "--keep", "source:blk.*"])),
+    ("the same, --no-rotate", ("hmbuild", ["--scheme", "int4-g128", "--keep", "source:blk.*", "--no-rotate"])),
+    ("llama.cpp Q4_0, token_embd Q4_0", ("llama", (LLAMA_FTYPE_MOSTLY_Q4_0, GGML_TYPE_Q4_0))),
+    ("llama.cpp Q4_0 (token_embd stays Q8_0)", ("llama", (LLAMA_FTYPE_MOSTLY_Q4_0, None))),
 ]
 
 
@@ -67,19 +71,14 @@ def main() -> int:
         return 1
     rows = []
     with tempfile.TemporaryDirectory(prefix="hmbuild-quality-") as tmp:
-        for i, (label, (tool, how, extra, calibrated)) in enumerate(VARIANTS):
+        for i, (label, (tool, how)) in enumerate(VARIANTS):
             out = Path(tmp) / f"v{i}.gguf"
             print(f"{label}: quantizing", file=sys.stderr)
             if tool == "hmbuild":
-                cmd = [str(args.hmbuild), "-C", str(args.project), "quantize", str(args.model), str(out), "--scheme",
-                       how, "--json"]
-                if extra:
-                    cmd += ["--keep", extra]
-                if calibrated:
-                    cmd += ["--calibrate", "default"]
-                subprocess.run(cmd, check=True, capture_output=True)
+                subprocess.run([str(args.hmbuild), "-C", str(args.project), "quantize", str(args.model), str(out), *how,
+                                "--json"], check=True, capture_output=True)
             else:
-                llama_quantize(args.model, out, how, extra)
+                llama_quantize(args.model, out, *how)
             print(f"{label}: evaluating", file=sys.stderr)
             cmd = [str(args.hmbuild), "-C", str(args.project), "eval", "--model", str(out), "--reference",
                    str(args.model), "--json"]

@@ -83,6 +83,11 @@ class Gguf:
         self.kvs = [(k, payload if k == key else v) for k, v in self.kvs]
         return self
 
+    def add_kv(self, key: str, payload: bytes) -> "Gguf":
+        assert key not in dict(self.kvs), key
+        self.kvs.append((key, payload))
+        return self
+
     def drop_kv(self, key: str) -> "Gguf":
         assert key in dict(self.kvs), key
         self.kvs = [(k, v) for k, v in self.kvs if k != key]
@@ -370,4 +375,14 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
          "tokenizer.ggml.tokens is missing")
     emit("tokenizer_scores_short", edit(lambda g: g.set_kv("tokenizer.ggml.scores", f32_array([0.0] * 10))),
          "tokenizer.ggml.scores is too short")
+
+    # --- hmllm.rotated_inputs (matrices stored as W·R): a list of this model's matrices ------------
+    emit("rotated_inputs_not_strings", edit(lambda g: g.add_kv("hmllm.rotated_inputs", u32_value(1))),
+         "hmllm.rotated_inputs must be an array of tensor names")
+    emit("rotated_inputs_unknown_tensor",
+         edit(lambda g: g.add_kv("hmllm.rotated_inputs", str_array(["blk.0.attn_x.weight"]))),
+         "names blk.0.attn_x.weight, which is not a weight matrix of this model")
+    emit("rotated_inputs_partial_block",
+         edit(lambda g: g.add_kv("hmllm.rotated_inputs", str_array(["blk.0.attn_q.weight"]))),
+         f"its {c.d_model} columns are not whole blocks of 128")
     return valid, out

@@ -40,7 +40,8 @@ def test_the_corpus_covers_every_kind_of_damage(corpus):
                  "tensor_offset_past_end", "tensor_size_past_end", "tensor_offset_misaligned", "tensor_type_unknown",
                  "tensor_shape_mismatch", "duplicate_key", "missing_block_count", "missing_embedding_length",
                  "unknown_architecture", "wrong_architecture_qwen2", "missing_tensor_output_norm", "matrix_type_q4_1",
-                 "vocab_larger_than_embedding", "tokenizer_model_unknown"):
+                 "vocab_larger_than_embedding", "tokenizer_model_unknown", "rotated_inputs_not_strings",
+                 "rotated_inputs_unknown_tensor", "rotated_inputs_partial_block"):
         assert kind in names
     assert len({v.path.read_bytes() for v in variants}) == len(variants), "two variants are the same file"
     assert all(v.path.read_bytes() != valid.read_bytes() for v in variants)

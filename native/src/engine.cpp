@@ -152,6 +152,7 @@ Status Engine::create(const ModelConfig& cfg, const ModelWeights& w, const Engin
         e->o_.resize(b * cfg.d_model);
         e->gate_.resize(b * cfg.d_ff);
         e->up_.resize(b * cfg.d_ff);
+        e->rotated_.resize(b * std::max({cfg.d_model, cfg.d_ff, q_dim}));
         e->logits_.resize(size_t(cfg.n_vocab));
     } catch (const std::bad_alloc&) {
         return Status::error(ErrorCode::OutOfMemory, "could not allocate " + plan.describe());
@@ -173,12 +174,18 @@ void Engine::matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n) 
     bool ready[kActSlots] = {};
     int64_t first_chunk[kMaxJobs + 1] = {0}, rows_per_chunk[kMaxJobs];
     const Activations* act[kMaxJobs];
+    const float* x_rotated = nullptr;  // x times R, made once when a rotated matrix needs it
     for (int j = 0; j < n_jobs; ++j) {
         const MatView& w = *jobs[j].w;
-        const int slot = static_cast<int>(activation_kind(w.type));
+        const int slot = static_cast<int>(activation_kind(w.type)) + (w.rotated ? kActKinds : 0);
         act[j] = &acts_[slot];
         if (!ready[slot]) {
-            acts_[slot].quantize(w.type, x, w.n_cols, n);
+            if (w.rotated && !x_rotated) {
+                std::copy(x, x + size_t(n) * size_t(w.n_cols), rotated_.begin());
+                hadamard_rows(rotated_.data(), w.n_cols, n);
+                x_rotated = rotated_.data();
+            }
+            acts_[slot].quantize(w.type, w.rotated ? x_rotated : x, w.n_cols, n);
             ready[slot] = true;
         }
         // Many more chunks than threads, so faster cores take more of them.
@@ -329,6 +336,7 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
         for (int t = 0; t < n; ++t) {
             float* x = &x_[size_t(t) * d];
             dequantize_row(w_.tok_embd, tokens[done + t], x);
+            if (w_.tok_embd.rotated) hadamard_rows(x, d, 1);  // the stored row is e·R; R·R = I
             if (cfg_.embed_scale != 1.0f)
                 for (int i = 0; i < d; ++i) x[i] *= cfg_.embed_scale;
         }

@@ -2,11 +2,15 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <tuple>
 
 namespace hmllm {
 namespace {
+
+// The matrices stored as W·R (MatView::rotated), written by hmbuild quantize.
+const std::string kRotatedKey = "hmllm.rotated_inputs";
 
 // "[64, 300]": every dimension the file declares, so a stray third one shows.
 std::string shape_of(const GgufTensorInfo& t) {
@@ -19,6 +23,8 @@ struct Binder {
     const GgufFile& gguf;
     Status status;
     uint64_t bytes = 0;
+    std::set<std::string> rotated;  // hmllm.rotated_inputs: matrices stored as W·R
+    std::set<std::string> bound;    // the matrices bound so far
 
     Status fail(ErrorCode code, const std::string& msg) {
         if (status.ok()) status = Status::error(code, gguf.mapping().path() + ": " + msg);
@@ -51,7 +57,15 @@ struct Binder {
             fail(ErrorCode::InvalidModel, "tensor " + name + " has a row count its type cannot tile");
             return m;
         }
+        m.rotated = rotated.count(name) > 0;
+        if (m.rotated && n_cols % kRotationBlock != 0) {
+            fail(ErrorCode::InvalidModel, "tensor " + name + " is listed in hmllm.rotated_inputs but its " +
+                                              std::to_string(n_cols) + " columns are not whole blocks of " +
+                                              std::to_string(kRotationBlock));
+            return m;
+        }
         bytes += t->n_bytes;
+        bound.insert(name);
         m.type = t->type;
         m.data = t->data;
         m.n_cols = n_cols;
@@ -176,7 +190,14 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
     }
     if (!(st = read_float_param(gguf, a + ".rope.freq_base", 1.0f, 1e12f, &c.rope_base)).ok()) return st;
 
-    Binder b{gguf, Status{}};
+    Binder b{gguf, Status{}, 0, {}, {}};
+    if (gguf.has_key(kRotatedKey)) {
+        GgufStringArray names;
+        if (!gguf.get_string_array(kRotatedKey, &names))
+            return Status::error(ErrorCode::InvalidModel,
+                                 gguf.mapping().path() + ": " + kRotatedKey + " must be an array of tensor names");
+        for (size_t i = 0; i < names.size(); ++i) b.rotated.insert(std::string(names[i]));
+    }
     const GgufTensorInfo* emb = b.find("token_embd.weight", true);
     if (!emb) return b.status;
     c.n_vocab = static_cast<int>(emb->ne[1]);
@@ -216,6 +237,10 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
         mw.layers.push_back(l);
     }
     if (!b.status.ok()) return b.status;
+    for (const std::string& name : b.rotated)
+        if (!b.bound.count(name))
+            return Status::error(ErrorCode::InvalidModel, gguf.mapping().path() + ": " + kRotatedKey + " names " +
+                                                              name + ", which is not a weight matrix of this model");
     mw.weight_bytes = b.bytes;
     *cfg = c;
     *w = std::move(mw);

@@ -498,3 +498,29 @@ TEST_CASE(report_worst_errors) {
                 "worst scalar vs exact error / (|w||x|) %.3g (tol 2e-2); scalar digest %016llx\n",
                 (long long)g_bitwise_cases, g_worst_ref, (unsigned long long)g_digest);
 }
+
+// hadamard_rows is R = blockdiag(H/sqrt(128)) with H[i][j] = (-1)^popcount(i & j) (the rotation
+// hmbuild quantize applies to the stored matrices, hmbuild/int4_format.py): a unit vector comes
+// out as a row of H, scaled, and applying it twice gives the input back.
+TEST_CASE(hadamard_rows_is_the_normalized_sylvester_rotation) {
+    const int64_t n = 256;
+    std::vector<float> x(size_t(2 * n), 0.0f);
+    x[5] = 1.0f;          // row 0: e_5 in the first block
+    x[n + 128 + 3] = 2.0f;  // row 1: 2 e_3 in the second block
+    hadamard_rows(x.data(), n, 2);
+    const float s = 1.0f / std::sqrt(128.0f);
+    for (int64_t j = 0; j < 128; ++j) {
+        const float h5 = (__builtin_popcountll(uint64_t(5 & j)) % 2 ? -s : s);
+        const float h3 = (__builtin_popcountll(uint64_t(3 & j)) % 2 ? -s : s);
+        CHECK(std::fabs(x[size_t(j)] - h5) < 1e-6f);
+        CHECK(x[size_t(128 + j)] == 0.0f);
+        CHECK(x[size_t(n + j)] == 0.0f);
+        CHECK(std::fabs(x[size_t(n + 128 + j)] - 2.0f * h3) < 1e-6f);
+    }
+    std::vector<float> y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) y[size_t(i)] = std::sin(0.37f * float(i)) * 3.0f;
+    std::vector<float> z = y;
+    hadamard_rows(z.data(), n, 1);
+    hadamard_rows(z.data(), n, 1);
+    for (int64_t i = 0; i < n; ++i) CHECK(std::fabs(z[size_t(i)] - y[size_t(i)]) < 1e-5f);
+}

@@ -99,7 +99,7 @@ private:
         const MatView* w;
         float* y;  // n rows of w->n_rows outputs
     };
-    static constexpr int kMaxJobs = 3, kActSlots = 4;  // kActSlots: ActKind values
+    static constexpr int kMaxJobs = 3, kActKinds = 4, kActSlots = 2 * kActKinds;  // ActKind values, plain and rotated
     void matmul(const MatView& w, const float* x, int n, float* y);
     void matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n);
     // Keeps the cached KV of the longest common prefix with `prompt`; returns its length.
@@ -115,7 +115,8 @@ private:
     std::vector<int32_t> cached_;  // tokens whose K/V are in kv_, in order
     // Scratch, sized once for max_batch tokens.
     std::vector<float> x_, xn_, q_, k_, v_, att_, o_, gate_, up_, logits_, rope_cs_;
-    Activations acts_[kActSlots];  // the input in each activation format a matmul needs
+    std::vector<float> rotated_;   // a matmul input times R (MatView::rotated), for max_batch rows
+    Activations acts_[kActSlots];  // the input in each activation format a matmul needs, plain or rotated
     InputObserver observe_;
 };
 

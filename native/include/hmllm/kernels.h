@@ -16,7 +16,22 @@ struct MatView {
     const uint8_t* data;
     int64_t n_cols;
     int64_t n_rows;
+    // Stored as W·R, R the block-diagonal rotation of hadamard_rows: the engine rotates each
+    // input row the same way before the product, so (W·R)(R·x) = W·x. Named in the model file by
+    // hmllm.rotated_inputs; hmbuild quantize rotates the matrices it writes in 4 bits this way.
+    bool rotated = false;
 };
+
+// Width of the blocks hadamard_rows rotates (a rotated matrix's n_cols is a multiple of it).
+constexpr int64_t kRotationBlock = 128;
+
+// Multiplies each of `batch` rows of n_cols floats (row stride n_cols; n_cols a multiple of
+// kRotationBlock) in place by R = blockdiag(H/sqrt(128)), H the 128x128 Sylvester-Hadamard matrix
+// (H[i][j] = (-1)^popcount(i & j)). R is orthonormal and symmetric, so it is its own inverse.
+// Rotating a matrix's inputs spreads each group's outliers over the whole group before 4-bit
+// rounding. Always this scalar code (7 butterfly stages, a few hundred adds per 128 inputs beside
+// the matmul's n_rows x 128 multiply-adds), so every kernel set sees the same rotated input.
+void hadamard_rows(float* x, int64_t n_cols, int64_t batch);
 
 // What a weight type multiplies with.
 enum class ActKind : uint32_t {

@@ -135,6 +135,23 @@ void matmul(const MatView& w, const Activations& act, float* y, int64_t y_stride
 
 void dequantize_row(const MatView& w, int64_t row, float* dst) { dequantize_row_scalar(w, row, dst); }
 
+void hadamard_rows(float* x, int64_t n_cols, int64_t batch) {
+    const float norm = 0.08838834764831845f;  // 1 / sqrt(128)
+    for (int64_t r = 0; r < batch; ++r) {
+        for (int64_t b = 0; b + kRotationBlock <= n_cols; b += kRotationBlock) {
+            float* v = x + r * n_cols + b;
+            for (int64_t h = 1; h < kRotationBlock; h *= 2)
+                for (int64_t i = 0; i < kRotationBlock; i += 2 * h)
+                    for (int64_t j = i; j < i + h; ++j) {
+                        const float a = v[j], c = v[j + h];
+                        v[j] = a + c;
+                        v[j + h] = a - c;
+                    }
+            for (int64_t j = 0; j < kRotationBlock; ++j) v[j] *= norm;
+        }
+    }
+}
+
 const char* active_kernels() { return active().name; }
 
 bool select_kernels(const char* name) {
