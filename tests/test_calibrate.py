@@ -216,6 +216,16 @@ def test_bad_calibration_input_is_one_sentence(project, tiny, tmp_path):
 # The real model
 
 
+def quantize_and_eval(project, model, out, *quantize_args):
+    """`hmbuild quantize MODEL OUT ARGS` then `hmbuild eval` of OUT against MODEL: both JSON objects."""
+    proc = run_hmbuild("-C", str(project), "quantize", model, str(out), *quantize_args, "--json", env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    ev = run_hmbuild("-C", str(project), "eval", "--model", str(out), "--reference", model, "--ctx", "256",
+                     "--threads", "2", "--json", env=ENV)
+    assert ev.returncode == 0, ev.stderr
+    return json.loads(proc.stdout), json.loads(ev.stdout)
+
+
 @pytest.mark.e2e
 def test_calibration_lowers_the_drift_of_gemma(project, tmp_path):
     """The FFN matrices of all 18 layers re-quantized at group 128, the rest copied: calibrated on
@@ -224,14 +234,8 @@ def test_calibration_lowers_the_drift_of_gemma(project, tmp_path):
     keep = ["--keep", "source:*", "--keep", "int4-g128:blk.*.ffn_*"]
     results = {}
     for name, extra in (("plain", []), ("cal", ["--calibrate", "default", "--calibration-tokens", "1024"])):
-        out = tmp_path / f"{name}.gguf"
-        proc = run_hmbuild("-C", str(project), "quantize", model, str(out), *keep, *extra, "--json", env=ENV)
-        assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout)["calibrated_tensors"] == (54 if extra else 0)
-        ev = run_hmbuild("-C", str(project), "eval", "--model", str(out), "--reference", model, "--ctx", "256",
-                         "--threads", "2", "--json", env=ENV)
-        assert ev.returncode == 0, ev.stderr
-        results[name] = json.loads(ev.stdout)
+        made, results[name] = quantize_and_eval(project, model, tmp_path / f"{name}.gguf", *keep, *extra)
+        assert made["calibrated_tensors"] == (54 if extra else 0)
     assert results["cal"]["kl_mean"] < 0.8 * results["plain"]["kl_mean"], results
     assert results["cal"]["top1_agreement"] >= results["plain"]["top1_agreement"], results
 
@@ -245,13 +249,7 @@ def test_rotation_lowers_the_drift_of_gemma(project, tmp_path):
     keep = ["--keep", "source:*", "--keep", "int4-g128:token_embd.weight"]
     results = {}
     for name, extra in (("rotated", []), ("plain", ["--no-rotate"])):
-        out = tmp_path / f"{name}.gguf"
-        proc = run_hmbuild("quantize", model, str(out), *keep, *extra, "--json")
-        assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout)["rotated_tensors"] == (0 if extra else 1)
-        ev = run_hmbuild("-C", str(project), "eval", "--model", str(out), "--reference", model, "--ctx", "256",
-                         "--threads", "2", "--json", env=ENV)
-        assert ev.returncode == 0, ev.stderr
-        results[name] = json.loads(ev.stdout)
+        made, results[name] = quantize_and_eval(project, model, tmp_path / f"{name}.gguf", *keep, *extra)
+        assert made["rotated_tensors"] == (0 if extra else 1)
     assert results["rotated"]["kl_mean"] < 0.6 * results["plain"]["kl_mean"], results
     assert results["rotated"]["top1_agreement"] > results["plain"]["top1_agreement"], results
