@@ -203,9 +203,24 @@ def rotate_moments(h: np.ndarray) -> np.ndarray:
 
 
 def rotated_tensors(reader) -> set[str]:
-    """The names a GGUFReader's file lists under ROTATED_KEY (empty when it has none)."""
+    """The names a GGUFReader's file lists under ROTATED_KEY (empty when it has none); ValueError
+    when the key is not an array of names of the file's 2-D tensors with whole 128-blocks of
+    columns (what the engine checks too)."""
+    import gguf
+
     f = reader.fields.get(ROTATED_KEY)
-    return {str(x) for x in f.contents()} if f is not None else set()
+    if f is None:
+        return set()
+    if list(f.types) != [gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.STRING]:
+        raise ValueError("it is not an array of tensor names")
+    shapes = {t.name: [int(x) for x in t.shape] for t in reader.tensors}
+    names = {str(x) for x in f.contents()}
+    for name in sorted(names):
+        shape = shapes.get(name)
+        if shape is None or len(shape) != 2 or shape[0] % ROTATION_BLOCK:
+            raise ValueError(f"it names {name!r}, which is not a matrix of whole {ROTATION_BLOCK}-column blocks "
+                             "in the file")
+    return names
 
 
 def register_with_gguf() -> None:

@@ -166,10 +166,11 @@ def kv_cache_bytes(n_layers: int, ctx: int, kv_dim: int, kv: str) -> int:
 def scratch_bytes(d_model: int, q_dim: int, kv_dim: int, d_ff: int, n_vocab: int, ctx: int, threads: int,
                   max_batch: int = ENGINE_MAX_BATCH) -> int:
     """plan_memory()'s scratch (native/src/engine.cpp), term for term: per batch row 3 d_model +
-    2 q_dim + 2 kv_dim + 2 d_ff floats (4 bytes) and their quantized copies (<= 2 bytes), the
-    logits (n_vocab floats) and per thread one attention score row (ctx floats) for each query head
-    that shares a KV head (q_dim / kv_dim of them)."""
-    per_token = 3 * d_model + 2 * q_dim + 2 * kv_dim + 2 * d_ff
+    2 q_dim + 2 kv_dim + 2 d_ff floats (4 bytes), one rotated matmul input (the widest of d_model,
+    d_ff, q_dim) and their quantized copies (<= 2 bytes), the logits (n_vocab floats) and per thread
+    one attention score row (ctx floats) for each query head that shares a KV head (q_dim / kv_dim
+    of them)."""
+    per_token = 3 * d_model + 2 * q_dim + 2 * kv_dim + 2 * d_ff + max(d_model, d_ff, q_dim)
     group = max(1, q_dim // kv_dim)
     return per_token * max_batch * 4 + per_token * max_batch * 2 + n_vocab * 4 + threads * group * ctx * 4
 

@@ -47,7 +47,8 @@ KEEP_TYPES = {"f32": F32, "f16": F16, "q8_0": Q8_0, "int4-g32": HM_TYPES[32], "i
 READABLE = {0: "F32", 1: "F16", 30: "BF16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
             10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", **HM_NAMES}
 QKV_SUFFIXES = ("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight")
-QUANTIZE_KEYS = ("hmbuild.quantize.scheme", "hmbuild.quantize.keep", "hmbuild.quantize.source_file_type")
+QUANTIZE_KEYS = ("hmbuild.quantize.scheme", "hmbuild.quantize.keep", "hmbuild.quantize.source_file_type",
+                 "hmbuild.quantize.calibration_tokens")  # describe the file being written, never copied
 CHUNK_ELEMENTS = 1 << 20  # elements converted at a time (bounds the float32 temporaries)
 
 
@@ -253,7 +254,11 @@ def plan_tensors(reader, group: int, rules: list[KeepRule], rotate: bool = True)
     type that cannot be read or a --keep pattern that matches no tensor. With rotate, every matrix
     rounded into HM_Q4 whose width is whole 128-blocks is stored rotated (int4_format.ROTATED_KEY);
     a tensor copied as it is keeps the source's rotation."""
-    source_rotated = rotated_tensors(reader)
+    try:
+        source_rotated = rotated_tensors(reader)
+    except ValueError as exc:
+        raise HmbuildError(f"The source's {ROTATED_KEY} is damaged ({exc}); it was not written by hmbuild quantize.") \
+            from None
     plans = []
     for rt in reader.tensors:
         source = int(rt.tensor_type)

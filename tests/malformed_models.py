@@ -385,4 +385,10 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
     emit("rotated_inputs_partial_block",
          edit(lambda g: g.add_kv("hmllm.rotated_inputs", str_array(["blk.0.attn_q.weight"]))),
          f"its {c.d_model} columns are not whole blocks of 128")
+    emit("rotated_inputs_numbers",
+         edit(lambda g: g.add_kv("hmllm.rotated_inputs", _u32(ARRAY) + _u32(UINT32) + _u64(1) + _u32(7))),
+         "hmllm.rotated_inputs must be an array of tensor names")
+    emit("rotated_inputs_a_vector",
+         edit(lambda g: g.add_kv("hmllm.rotated_inputs", str_array(["output_norm.weight"]))),
+         "names output_norm.weight, which is not a weight matrix of this model")
     return valid, out

@@ -94,6 +94,32 @@ def test_a_shared_input_is_prepared_once(tmp_path, monkeypatch):
     assert widths == [32, 32, 16, 32] and prepared == [(32, 32), (16, 16)]
 
 
+def test_a_rotated_matrix_is_rounded_for_its_rotated_inputs(tmp_path):
+    """A matrix stored as W·R sees R·x: its factor comes from R·H·R, kept apart from the plain one,
+    and rounding W·R with it moves (W·R)(R·x) = W·x less than rounding it for H would."""
+    from hmbuild.int4_format import rotate_columns, rotate_moments
+    from hmbuild.quantize import Calibration
+
+    rng = np.random.default_rng(5)
+    x = correlated_inputs(rng, 128, n=2048)
+    h = x.T @ x / len(x)
+    np.save(tmp_path / "in.npy", h)
+    (tmp_path / "manifest.json").write_text(json.dumps({"tokens": len(x), "tensors": {"w": "in.npy"}}))
+    cal = Calibration(tmp_path)
+    rotated, plain = cal.factor("w", 128, rotated=True), cal.factor("w", 128)
+    want = gptq.prepare(rotate_moments(h))
+    assert np.array_equal(rotated.order, want.order) and np.allclose(rotated.u, want.u)
+    assert not np.allclose(rotated.u, plain.u)
+    w = rng.normal(size=(32, 128)).astype(np.float32)
+    wr, xr = rotate_columns(w), rotate_columns(x)
+
+    def err(factor):
+        q, d = gptq.quantize_codes(wr, 32, factor)
+        return output_error(wr, q, d, 32, xr)
+
+    assert err(rotated) < err(plain)
+
+
 # ---------------------------------------------------------------------------------------------
 # The native tool and the command
 

@@ -299,6 +299,44 @@ def bad(tmp_path, *args):
     return lines[0]
 
 
+def test_a_damaged_rotation_list_is_one_sentence(tmp_path):
+    _, _, src = tiny(tmp_path, "llama", Q.F32)
+    rot = tmp_path / "rot.gguf"
+    quantize_model(src, rot, scheme="int4-g128")
+    for value in ("blk.0.ffn_up.weight", ["blk.0.nope.weight"], ["output_norm.weight"]):
+        bad = tmp_path / "bad.gguf"
+        rewrite_rotation_list(rot, bad, value)
+        out = tmp_path / "out.gguf"
+        proc = run_hmbuild("quantize", str(bad), str(out))
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("hmbuild: error: ")]
+        assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert "hmllm.rotated_inputs is damaged" in lines[0] and not out.exists()
+
+
+def rewrite_rotation_list(src, dst, value):
+    """A copy of src whose hmllm.rotated_inputs is `value` (a string, or a list of names)."""
+    reader = gguf.GGUFReader(str(src))
+    writer = gguf.GGUFWriter(str(dst), reader.fields["general.architecture"].contents())
+    for f in reader.fields.values():
+        if f.name.startswith("GGUF.") or f.name in ("general.architecture", "hmllm.rotated_inputs"):
+            continue
+        writer.add_key_value(f.name, f.contents(), f.types[0], sub_type=f.types[-1] if len(f.types) > 1 else None)
+    if isinstance(value, str):
+        writer.add_string("hmllm.rotated_inputs", value)
+    else:
+        writer.add_array("hmllm.rotated_inputs", value)
+    for t in reader.tensors:  # the bytes as they are, whatever the type
+        f32 = t.tensor_type == gguf.GGMLQuantizationType.F32
+        writer.add_tensor_info(t.name, tuple(reversed([int(x) for x in t.shape])), np.dtype(np.float32),
+                               int(t.n_bytes), raw_dtype=None if f32 else t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for t in reader.tensors:
+        writer.write_tensor_data(np.ascontiguousarray(t.data).reshape(-1).view(np.uint8))
+    writer.close()
+
+
 def test_bad_input_is_one_sentence_and_writes_nothing(tmp_path):
     _, _, src = tiny(tmp_path, "llama", Q.Q8_0)
     out = tmp_path / "out.gguf"
@@ -396,6 +434,22 @@ def test_quantized_tiny_model_runs_in_the_engine(project, tmp_path, arch, source
     cfg, W, src = tiny(tmp_path, arch, source)
     out = tmp_path / "q.gguf"
     quantize_model(src, out, scheme=scheme)
+    check_engine_reads(project, tmp_path, cfg, W, out)
+
+
+@pytest.mark.e2e
+def test_a_rotated_and_a_plain_matrix_sharing_an_input(project, tmp_path):
+    """Q in 4 bits (rotated), K and V in Q8_0 (not): one fused step quantizes the input twice to
+    the same 8-bit activation format, once rotated and once not, and each matrix gets its own."""
+    cfg, W, src = tiny(tmp_path, "gemma3", Q.F32)
+    out = tmp_path / "q.gguf"
+    r = quantize_model(src, out, scheme="int4-g128", keep=["int4-g128:blk.*.attn_q.weight"])
+    kinds = {t.name: (tname(t.type), t.rotated) for t in r.tensors}
+    assert kinds["blk.0.attn_q.weight"] == ("HM_Q4_G128", True) and kinds["blk.0.attn_k.weight"] == ("Q8_0", False)
+    check_engine_reads(project, tmp_path, cfg, W, out)
+
+
+def check_engine_reads(project, tmp_path, cfg, W, out):
     got, res = engine_logits(project, out, tmp_path)
     Wq = dequantized(out)
     ref_q = reference_logits(cfg, Wq, PROMPT)[-1]     # what the engine should compute on the new file

@@ -111,7 +111,8 @@ MemoryPlan plan_memory(const ModelConfig& c, const ModelWeights& w, const Engine
     const int kv_dim = c.n_kv_heads * c.head_dim;
     p.kv_cache = KvCache::bytes_for(c.n_layers, o.context_size, kv_dim, o.kv_type);
     const uint64_t q_dim = uint64_t(c.n_heads) * c.head_dim;
-    const uint64_t per_token = 3ull * c.d_model + 2 * q_dim + 2ull * kv_dim + 2ull * c.d_ff;
+    const uint64_t per_token = 3ull * c.d_model + 2 * q_dim + 2ull * kv_dim + 2ull * c.d_ff +
+                               std::max<uint64_t>({uint64_t(c.d_model), uint64_t(c.d_ff), q_dim});  // rotated_
     // floats per batch row, the quantized activations (<= 1.25 bytes per float), logits and per
     // thread one attention score row for each query head sharing a KV head (attend_group).
     const uint64_t group = uint64_t(std::max(1, c.n_heads / std::max(1, c.n_kv_heads)));

@@ -237,10 +237,14 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
         mw.layers.push_back(l);
     }
     if (!b.status.ok()) return b.status;
-    for (const std::string& name : b.rotated)
-        if (!b.bound.count(name))
+    for (const std::string& name : b.rotated) {
+        // A matrix the file holds but this architecture does not use is harmless; anything else is a
+        // list that does not describe the file.
+        const GgufTensorInfo* t = b.bound.count(name) ? nullptr : gguf.find_tensor(name);
+        if (!b.bound.count(name) && (!t || t->n_dims != 2 || t->ne[0] % kRotationBlock != 0))
             return Status::error(ErrorCode::InvalidModel, gguf.mapping().path() + ": " + kRotatedKey + " names " +
                                                               name + ", which is not a weight matrix of this model");
+    }
     mw.weight_bytes = b.bytes;
     *cfg = c;
     *w = std::move(mw);

@@ -136,18 +136,45 @@ void matmul(const MatView& w, const Activations& act, float* y, int64_t y_stride
 void dequantize_row(const MatView& w, int64_t row, float* dst) { dequantize_row_scalar(w, row, dst); }
 
 void hadamard_rows(float* x, int64_t n_cols, int64_t batch) {
+    // The butterflies of stages 1, 2 and 4 stay inside runs of 8 and are written out; from stage 8
+    // on each butterfly pairs two contiguous runs, which the compiler vectorizes. Every element
+    // sees the same operations in the same order as the textbook loop (each stage's butterflies
+    // are independent), so the result is the same on every machine.
+    constexpr int B = static_cast<int>(kRotationBlock);
     const float norm = 0.08838834764831845f;  // 1 / sqrt(128)
     for (int64_t r = 0; r < batch; ++r) {
-        for (int64_t b = 0; b + kRotationBlock <= n_cols; b += kRotationBlock) {
-            float* v = x + r * n_cols + b;
-            for (int64_t h = 1; h < kRotationBlock; h *= 2)
-                for (int64_t i = 0; i < kRotationBlock; i += 2 * h)
-                    for (int64_t j = i; j < i + h; ++j) {
-                        const float a = v[j], c = v[j + h];
-                        v[j] = a + c;
-                        v[j + h] = a - c;
+        for (int64_t b0 = 0; b0 + B <= n_cols; b0 += B) {
+            float* v = x + r * n_cols + b0;
+            for (int i = 0; i < B; i += 8) {
+                float* u = v + i;
+                for (int j = 0; j < 8; j += 2) {
+                    const float a = u[j], c = u[j + 1];
+                    u[j] = a + c;
+                    u[j + 1] = a - c;
+                }
+                for (int j = 0; j < 8; j += 4)
+                    for (int k = j; k < j + 2; ++k) {
+                        const float a = u[k], c = u[k + 2];
+                        u[k] = a + c;
+                        u[k + 2] = a - c;
                     }
-            for (int64_t j = 0; j < kRotationBlock; ++j) v[j] *= norm;
+                for (int k = 0; k < 4; ++k) {
+                    const float a = u[k], c = u[k + 4];
+                    u[k] = a + c;
+                    u[k + 4] = a - c;
+                }
+            }
+            for (int h = 8; h < B; h *= 2)
+                for (int i = 0; i < B; i += 2 * h) {
+                    float* lo = v + i;
+                    float* hi = v + i + h;
+                    for (int j = 0; j < h; ++j) {
+                        const float a = lo[j], c = hi[j];
+                        lo[j] = a + c;
+                        hi[j] = a - c;
+                    }
+                }
+            for (int j = 0; j < B; ++j) v[j] *= norm;
         }
     }
 }
