@@ -45,6 +45,11 @@ class EvalResult:
     threads: int
     kernels: str
     seconds: float
+    # Over the positions where the reference's top token has p >= 0.5 (confident_share of them):
+    # a flip there is a changed answer, not a near-tie. None when the reference is never that sure,
+    # or when a project's vendored tool predates the figure.
+    top1_agreement_confident: float | None = None
+    confident_share: float | None = None
     target: str = ""
     cpu: str | None = None
     model: str = ""
@@ -91,11 +96,20 @@ def evaluate(project: Project, target: Target, build: BuildResult, model: Path, 
                       text=str(text))
 
 
+def _confident(r: EvalResult) -> str:
+    if r.confident_share is None:
+        return ""
+    if r.top1_agreement_confident is None:
+        return " (the reference is never confident, p >= 0.5, on this text)"
+    return (f" ({r.top1_agreement_confident:.4f} at the {r.confident_share:.0%} of positions where the reference "
+            "is confident, p >= 0.5)")
+
+
 def format_report(r: EvalResult) -> list[str]:
     return [
         f"{r.tokens} tokens in {r.windows} window(s) of up to {r.ctx} ({r.target}{', qemu -cpu ' + r.cpu if r.cpu else ''}, "
         f"{r.threads} threads, {r.kernels}, {r.seconds:.1f} s)",
-        f"top-1 agreement  {r.top1_agreement:.4f}",
+        f"top-1 agreement  {r.top1_agreement:.4f}" + _confident(r),
         f"KL(ref || model) mean {r.kl_mean:.6f}, max {r.kl_max:.6f}",
         f"perplexity       {r.ppl:.4f} (reference {r.ppl_reference:.4f})",
     ]

@@ -5,9 +5,10 @@ inputs x it really sees. Given H = E[x x^T] over a calibration text (measured by
 hmllm_calibrate tool), the columns are rounded one at a time, and each column's rounding error is
 spread over the columns not yet rounded so that the outputs W x move least (the optimal update
 for a quadratic loss: Frantar et al., "GPTQ", 2022, with its Cholesky form and lazy block
-updates). Group scales are chosen when a group's first column is reached, from the weights as
-updated by then, with the same least-squares scale search as plain rounding
-(int4_format._search_scales), so the result is an ordinary HM_Q4 tensor the runtime reads as is.
+updates). Columns are rounded largest input first ("act order"), so every group's scale is chosen
+up front, from the weights as given, with the same least-squares scale search as plain rounding
+(int4_format._search_scales, each column weighted by its input's mean square); the result is an
+ordinary HM_Q4 tensor the runtime reads as is.
 
 Written here rather than taken from a package: the PyPI GPTQ implementations need PyTorch (and
 mostly CUDA) and write their own tensor layouts; this needs NumPy only and writes our tiles.

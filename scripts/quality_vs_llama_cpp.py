@@ -1,5 +1,6 @@
 """Quality of 4-bit re-quantizations of one GGUF file, hmbuild's next to llama.cpp's, each measured
-with `hmbuild eval` against the original file (top-1 agreement, mean KL, perplexities).
+with `hmbuild eval` against the original file (top-1 agreement, overall and where the original is
+confident, i.e. its top token has p >= 0.5; mean KL; perplexities).
 
 The question it answers: is a quality bar for re-quantizing an already-quantized file within reach
 at all? llama.cpp's own re-quantization (llama_model_quantize with allow_requantize, from
@@ -43,6 +44,8 @@ VARIANTS = [
     # The blocks copied as they are: only the 8-bit embedding / output matrix re-quantized.
     ("hmbuild int4-g128 of the embedding only", ("hmbuild", ["--scheme", "int4-g128", "--keep", "source:blk.*"])),
     ("the same, --no-rotate", ("hmbuild", ["--scheme", "int4-g128", "--keep", "source:blk.*", "--no-rotate"])),
+    # Everything 8-bit: a check of the pipeline, and the near-ties any re-rounding flips.
+    ("hmbuild, everything Q8_0", ("hmbuild", ["--keep", "q8_0:*"])),
     ("llama.cpp Q4_0, token_embd Q4_0", ("llama", (LLAMA_FTYPE_MOSTLY_Q4_0, GGML_TYPE_Q4_0))),
     ("llama.cpp Q4_0 (token_embd stays Q8_0)", ("llama", (LLAMA_FTYPE_MOSTLY_Q4_0, None))),
 ]
@@ -86,15 +89,20 @@ def main() -> int:
                 cmd += ["--text", str(args.text)]
             res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
             rows.append({"variant": label, "mib": out.stat().st_size / 2**20, "top1_agreement": res["top1_agreement"],
-                         "kl_mean": res["kl_mean"], "ppl": res["ppl"], "ppl_reference": res["ppl_reference"],
-                         "tokens": res["tokens"]})
+                         "top1_agreement_confident": res["top1_agreement_confident"],
+                         "confident_share": res["confident_share"], "kl_mean": res["kl_mean"], "ppl": res["ppl"],
+                         "ppl_reference": res["ppl_reference"], "tokens": res["tokens"]})
     if args.json:
         print(json.dumps({"model": args.model.name, "rows": rows}, indent=2))
     else:
-        print(f"re-quantizations of {args.model.name}, each against the original ({rows[0]['tokens']} tokens)")
-        print(f"{'':48} {'MiB':>7} {'top-1':>6} {'KL':>6} {'ppl':>6} {'ref':>6}")
+        print(f"re-quantizations of {args.model.name}, each against the original ({rows[0]['tokens']} tokens; "
+              f"'sure': top-1 at the {rows[0]['confident_share']:.0%} of them where the original's top token has "
+              "p >= 0.5)")
+        print(f"{'':48} {'MiB':>7} {'top-1':>6} {'sure':>6} {'KL':>6} {'ppl':>6} {'ref':>6}")
         for r in rows:
-            print(f"{r['variant']:48} {r['mib']:7.1f} {r['top1_agreement']:6.3f} {r['kl_mean']:6.3f} {r['ppl']:6.1f} "
+            sure = r["top1_agreement_confident"]
+            print(f"{r['variant']:48} {r['mib']:7.1f} {r['top1_agreement']:6.3f} "
+                  f"{'-' if sure is None else format(sure, '.3f'):>6} {r['kl_mean']:6.3f} {r['ppl']:6.1f} "
                   f"{r['ppl_reference']:6.1f}")
     return 0
 

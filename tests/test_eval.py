@@ -72,6 +72,7 @@ def numpy_metrics(m, r, ids, ctx):
     assert ids[0] == 2
     content = ids[1:]
     kl, agree, nll, nll_r = [], 0, 0.0, 0.0
+    confident, agree_confident = 0, 0
     windows = 0
     for s in range(0, len(content), ctx - 1):
         w = [2] + content[s:s + ctx - 1]
@@ -82,12 +83,16 @@ def numpy_metrics(m, r, ids, ctx):
         lr = lr - np.log(np.exp(lr - lr.max(1, keepdims=True)).sum(1, keepdims=True)) - lr.max(1, keepdims=True)
         kl += list((np.exp(lr) * (lr - lm)).sum(1))
         agree += int((lm.argmax(1) == lr.argmax(1)).sum())
+        sure = np.exp(lr.max(1)) >= 0.5
+        confident += int(sure.sum())
+        agree_confident += int((lm.argmax(1) == lr.argmax(1))[sure].sum())
         tgt = np.array(w[1:])
         nll -= lm[np.arange(len(tgt)), tgt].sum()
         nll_r -= lr[np.arange(len(tgt)), tgt].sum()
     n = len(content)
     return {"tokens": n, "windows": windows, "kl_mean": float(np.mean(kl)), "kl_max": float(np.max(kl)),
-            "top1_agreement": agree / n, "ppl": float(np.exp(nll / n)), "ppl_reference": float(np.exp(nll_r / n))}
+            "top1_agreement": agree / n, "ppl": float(np.exp(nll / n)), "ppl_reference": float(np.exp(nll_r / n)),
+            "confident_share": confident / n, "top1_agreement_confident": agree_confident / confident if confident else None}
 
 
 def test_a_model_against_itself_agrees_exactly(project, models):
@@ -95,6 +100,7 @@ def test_a_model_against_itself_agrees_exactly(project, models):
     _, out = evaluate(project, path, path, "--text", str(models["text"]))
     assert out["ok"] is True
     assert out["top1_agreement"] == 1.0
+    assert out["top1_agreement_confident"] == 1.0 and 0 < out["confident_share"] < 1
     assert out["kl_mean"] == pytest.approx(0.0, abs=1e-12) and out["kl_max"] == pytest.approx(0.0, abs=1e-12)
     assert out["ppl"] == out["ppl_reference"] and out["ppl"] > 1.0
     assert out["ctx"] == 256  # the default 512 is bounded by the tiny model's training context
@@ -121,6 +127,10 @@ def test_a_4bit_copy_drifts_and_the_figures_match_numpy(project, models):
     assert out["ppl"] == pytest.approx(ref["ppl"], rel=0.02)
     assert out["ppl_reference"] == pytest.approx(ref["ppl_reference"], rel=1e-3)
     assert abs(out["top1_agreement"] - ref["top1_agreement"]) <= 0.05
+    # The same split into confident positions (the reference's top token p >= 0.5) as NumPy's.
+    assert 0 < ref["confident_share"] < 1, ref
+    assert out["confident_share"] == pytest.approx(ref["confident_share"], abs=0.01)
+    assert abs(out["top1_agreement_confident"] - ref["top1_agreement_confident"]) <= 0.05
 
 
 def test_other_weights_match_numpy_closely(project, models):

@@ -11,7 +11,9 @@
 // all logits, and each chunk is compared before the next is computed, so memory stays at
 // kChunk x n_vocab floats per model whatever the context. Every token of the text after the
 // first (with BOS: every token) is predicted exactly once. Per predicted position, in double:
-//   top-1 agreement   argmax of the model == argmax of the reference
+//   top-1 agreement   argmax of the model == argmax of the reference; also counted apart over the
+//                     positions where the reference is confident (its top token has p >= 0.5), as
+//                     a flip at a near-tie says less about a model than a flip of a clear choice
 //   KL(ref || model)  sum_v p_ref(v) (log p_ref(v) - log p_model(v))
 //   NLL               -log p(next token), for each model; perplexity = exp(mean NLL)
 //
@@ -45,6 +47,8 @@ using hmllm::tools::parse_long;
 using hmllm::tools::parse_options;
 
 constexpr int kChunk = 32;  // positions per forward step (the engine's batch size)
+// A position where the reference's top token has at least this probability counts as confident.
+constexpr double kConfident = 0.5;
 
 struct Args {
     std::string model, reference, text_file, kv = "f16", kernels;
@@ -98,6 +102,7 @@ bool same_vocabulary(hmllm::Session& m, hmllm::Session& r, std::string* why) {
 
 struct Totals {
     long long positions = 0, agree = 0, correct = 0, correct_ref = 0;
+    long long confident = 0, agree_confident = 0;  // positions where p_ref(top) >= kConfident
     double kl_sum = 0, kl_max = 0, nll = 0, nll_ref = 0;
 };
 
@@ -215,6 +220,10 @@ int main(int argc, char** argv) {
                 t.kl_sum += kl;
                 t.kl_max = std::max(t.kl_max, kl);
                 t.agree += am == ar;
+                if (std::exp(lr[size_t(ar)]) >= kConfident) {
+                    ++t.confident;
+                    t.agree_confident += am == ar;
+                }
                 t.correct += am == next;
                 t.correct_ref += ar == next;
                 t.nll -= lm[size_t(next)];
@@ -230,18 +239,26 @@ int main(int argc, char** argv) {
     const double np = double(t.positions);
     const double ppl = std::exp(t.nll / np), ppl_ref = std::exp(t.nll_ref / np);
     const double top1 = double(t.agree) / np, kl_mean = t.kl_sum / np;
+    // JSON null when the reference is never confident on this text.
+    char top1_confident[32] = "null";
+    if (t.confident)
+        std::snprintf(top1_confident, sizeof top1_confident, "%.17g", double(t.agree_confident) / double(t.confident));
     if (!a.json) {
         std::printf("tokens %lld, windows %zu, ctx %d\n", t.positions, windows.size(), ctx);
         std::printf("top-1 agreement %.4f, KL(ref||model) mean %.6f max %.6f\n", top1, kl_mean, t.kl_max);
+        if (t.confident)
+            std::printf("top-1 agreement %.4f where the reference is confident (p >= %.1f, %lld positions)\n",
+                        double(t.agree_confident) / double(t.confident), kConfident, t.confident);
         std::printf("perplexity %.4f (reference %.4f)\n", ppl, ppl_ref);
         return 0;
     }
     std::printf("{\"ok\": true, \"top1_agreement\": %.17g, \"kl_mean\": %.17g, \"ppl\": %.17g, \"ppl_reference\": %.17g, "
+                "\"top1_agreement_confident\": %s, \"confident_share\": %.17g, "
                 "\"kl_max\": %.17g, \"nll_mean\": %.17g, \"nll_mean_reference\": %.17g, \"accuracy\": %.17g, "
                 "\"accuracy_reference\": %.17g, \"tokens\": %lld, \"text_tokens\": %zu, \"windows\": %zu, \"ctx\": %d, "
                 "\"bos\": %s, \"n_vocab\": %d, \"threads\": %d, \"kernels\": \"%s\", \"kv\": \"%s\", \"seconds\": %.3f}\n",
-                top1, kl_mean, ppl, ppl_ref, t.kl_max, t.nll / np, t.nll_ref / np, double(t.correct) / np,
-                double(t.correct_ref) / np, t.positions, content.size(), windows.size(), ctx, bos ? "true" : "false",
+                top1, kl_mean, ppl, ppl_ref, top1_confident, double(t.confident) / np, t.kl_max, t.nll / np,
+                t.nll_ref / np, double(t.correct) / np, double(t.correct_ref) / np, t.positions, content.size(), windows.size(), ctx, bos ? "true" : "false",
                 n_vocab, em.threads(), hmllm::active_kernels(), a.kv.c_str(), seconds);
     return 0;
 }
