@@ -1,5 +1,6 @@
 #include "hmllm/kv_cache.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -9,17 +10,6 @@ namespace hmllm {
 namespace {
 constexpr int kQ8Block = 32;
 constexpr size_t kQ8BlockBytes = 2 + kQ8Block;  // fp16 scale + 32 int8, the q8_0 layout
-
-// Attention reads every cached key and value once per token: a table lookup (exact, 256 KB,
-// shared) is several times cheaper than converting half floats bit by bit.
-const float* half_table() {
-    static const std::vector<float> table = [] {
-        std::vector<float> t(65536);
-        for (uint32_t i = 0; i < 65536; ++i) t[i] = fp16_to_fp32(static_cast<uint16_t>(i));
-        return t;
-    }();
-    return table.data();
-}
 }  // namespace
 
 uint64_t KvCache::bytes_for(int n_layers, int n_ctx, int kv_dim, KvType type) {
@@ -57,7 +47,7 @@ static void encode_row(KvType type, const float* x, int n, uint8_t* dst) {
     }
     for (int b = 0; b < n / kQ8Block; ++b, x += kQ8Block, dst += kQ8BlockBytes) {
         float amax = 0;
-        for (int i = 0; i < kQ8Block; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+        for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(x[i]));  // inlined; as fmax for NaN
         const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
         const uint16_t dh = fp32_to_fp16(d);
         std::memcpy(dst, &dh, 2);
@@ -75,8 +65,7 @@ float KvCache::dot_k(int layer, int pos, int offset, const float* q) const {
     float sum = 0;
     if (type_ == KvType::F16) {
         const auto* h = reinterpret_cast<const uint16_t*>(r) + offset;
-        const float* half = half_table();
-        for (int i = 0; i < head_dim_; ++i) sum += q[i] * half[h[i]];
+        for (int i = 0; i < head_dim_; ++i) sum += q[i] * fp16_to_fp32(h[i]);
         return sum;
     }
     const uint8_t* blk = r + size_t(offset / kQ8Block) * kQ8BlockBytes;
@@ -94,8 +83,7 @@ void KvCache::add_v(int layer, int pos, int offset, float w, float* out) const {
     const uint8_t* r = row(v_, layer, pos);
     if (type_ == KvType::F16) {
         const auto* h = reinterpret_cast<const uint16_t*>(r) + offset;
-        const float* half = half_table();
-        for (int i = 0; i < head_dim_; ++i) out[i] += w * half[h[i]];
+        for (int i = 0; i < head_dim_; ++i) out[i] += w * fp16_to_fp32(h[i]);
         return;
     }
     const uint8_t* blk = r + size_t(offset / kQ8Block) * kQ8BlockBytes;
@@ -113,8 +101,7 @@ void KvCache::head_values(Which which, int layer, int pos, int offset, float* va
     const uint8_t* r = row(which == Which::K ? k_ : v_, layer, pos);
     if (type_ == KvType::F16) {
         const auto* h = reinterpret_cast<const uint16_t*>(r) + offset;
-        const float* half = half_table();
-        for (int i = 0; i < head_dim_; ++i) values[i] = half[h[i]];
+        fp16_to_fp32_row(h, values, head_dim_);
         scales[0] = 1.0f;
         return;
     }

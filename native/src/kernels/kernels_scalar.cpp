@@ -1,5 +1,6 @@
 // Scalar reference for every type: activation quantization, dequantization and dot products.
 // The SIMD sets are tested against this file; keep it obvious rather than fast.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -33,12 +34,15 @@ namespace {
 // decoding follows the same path through near-ties.
 float quantize_block(const float* x, int n, int8_t* q) {
     float amax = 0.0f;
-    for (int i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    // std::max, not std::fmax: the same for every input here (a NaN is skipped by both, as
+    // amax < NaN is false), but inlined, where fmax is a libm call per value on the leader thread
+    // (measured 1.7% of Gemma 3 270M decode with 2 threads on x86_64).
+    for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     const float d = n == kQK ? fp16_to_fp32(fp32_to_fp16(amax / 127.0f)) : (amax > 0.0f ? 1.0f / id : 0.0f);
     for (int i = 0; i < n; ++i) {
         const float v = std::nearbyint(x[i] * id);
-        q[i] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, v)));
+        q[i] = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, v)));  // NaN -> 127, as fmax/fmin
     }
     return d;
 }
