@@ -28,10 +28,13 @@ inline __m256i dot_i8(__m256i x, __m256i y) {
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
-// 16 bytes of nibbles -> 32 bytes: low nibbles first (elements 0..15), then high (16..31).
+// 16 bytes of nibbles -> 32 bytes: low nibbles first (elements 0..15), then high (16..31). The
+// 16 bytes are loaded into both halves (vbroadcasti128 is a plain load, where inserting a shifted
+// copy took two shuffle-port uops) and only the upper half's 32-bit lanes shift right by 4: after
+// the mask each byte there holds its own high nibble.
 inline __m256i unpack_nibbles(const uint8_t* p) {
-    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0F));
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_and_si256(_mm256_srlv_epi32(t, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 
 // Bit i of x -> byte i = 0xFF or 0.
