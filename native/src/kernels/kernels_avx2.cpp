@@ -89,10 +89,12 @@ float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
 // 32-blocks, four rows per pass (lane r = row r): the per-block int dots of the rows are reduced
 // to one int32 each, then acc_r = fma((float)isum_r, d_wr * d_a, acc_r) as a 4-lane vector.
 // The block's fp16 scale is its first two bytes in all three layouts.
+// The four halves are packed in a general register (integer ALUs), then moved over once: four
+// vpinsrw would queue on the vector shuffle port the dots need.
 template <class B>
 inline __m128 scales4(const uint8_t* const rows[4], int64_t i) {
-    const auto d = [&](int r) { return static_cast<short>(reinterpret_cast<const B*>(rows[r])[i].d); };
-    return _mm_cvtph_ps(_mm_setr_epi16(d(0), d(1), d(2), d(3), 0, 0, 0, 0));
+    const auto d = [&](int r) { return static_cast<uint64_t>(reinterpret_cast<const B*>(rows[r])[i].d); };
+    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(d(0) | d(1) << 16 | d(2) << 32 | d(3) << 48)));
 }
 
 inline __m128 block_step4(__m128 acc, __m128i isum, __m128 dw, float da) {
