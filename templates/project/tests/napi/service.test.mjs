@@ -333,4 +333,5 @@ test('ModelManager with the native verifier (verifyModel) refuses a bad digest a
   writeFileSync(file, 'weights v1');
   assert.equal((await manager.install(file, '1', sha256('weights v1'))).version, '1');
   assert.equal(await manager.verifyCurrent(), true);
+  rmSync(dir, { recursive: true, force: true });
 });

@@ -1,14 +1,15 @@
 // The NAPI contract of lib<name>.so, run in a real Node.js (host, or aarch64 under qemu) with the
 // real Gemma 3 270M model (hmbuild test passes its path in HMBUILD_TEST_MODEL).
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadLibrary, writeTinyGguf } from './load_library.mjs';
 
 const lib = loadLibrary();
 const model = process.env.HMBUILD_TEST_MODEL;
 const tiny = writeTinyGguf();
+after(() => rmSync(dirname(tiny), { recursive: true, force: true }));
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 const needsModel = { skip: model ? false : 'HMBUILD_TEST_MODEL is not set' };

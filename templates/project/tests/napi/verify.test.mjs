@@ -1,8 +1,8 @@
 // verifyModel(path, sha256): the native SHA-256 that ModelManager checks a downloaded model with.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadLibrary, writeTinyGguf } from './load_library.mjs';
@@ -12,6 +12,7 @@ const model = process.env.HMBUILD_TEST_MODEL;
 const MODEL_SHA256 = 'a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818';
 const needsModel = { skip: model ? false : 'HMBUILD_TEST_MODEL is not set' };
 const dir = mkdtempSync(join(tmpdir(), 'hmbuild-verify-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 const ABC = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad';  // FIPS 180-4 "abc"
 
 function fileWith(name, content) {
