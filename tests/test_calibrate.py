@@ -254,14 +254,15 @@ def quantize_and_eval(project, model, out, *quantize_args):
 
 @pytest.mark.e2e
 def test_calibration_lowers_the_drift_of_gemma(project, tmp_path):
-    """The FFN matrices of all 18 layers re-quantized at group 128, the rest copied: calibrated on
-    hmbuild's default calibration text, judged by `hmbuild eval` on its (different) evaluation text."""
+    """The FFN gate and up matrices of all 18 layers re-quantized at group 128, the rest copied:
+    calibrated on hmbuild's default calibration text, judged by `hmbuild eval` on its (different)
+    evaluation text. (ffn_down too took twice as long, 86 s against 44 s, for the same verdict.)"""
     model = run_hmbuild("fetch-model", check=True).stdout.strip()
-    keep = ["--keep", "source:*", "--keep", "int4-g128:blk.*.ffn_*"]
+    keep = ["--keep", "source:*", "--keep", "int4-g128:blk.*.ffn_[gu]*"]
     results = {}
     for name, extra in (("plain", []), ("cal", ["--calibrate", "default", "--calibration-tokens", "1024"])):
         made, results[name] = quantize_and_eval(project, model, tmp_path / f"{name}.gguf", *keep, *extra)
-        assert made["calibrated_tensors"] == (54 if extra else 0)
+        assert made["calibrated_tensors"] == (36 if extra else 0)
     assert results["cal"]["kl_mean"] < 0.8 * results["plain"]["kl_mean"], results
     assert results["cal"]["top1_agreement"] >= results["plain"]["top1_agreement"], results
 

@@ -106,14 +106,13 @@ def test_host_build_and_tests(project):
     assert proc.returncode == 0 and failed == 0 and passed > 0, proc.stderr[-3000:]
 
 
+# The example's library under qemu: built for aarch64 here, run by test_intent_routing_under_qemu.
+# Its test suites are the generated project's, which test_e2e runs whole under qemu.
 @pytest.mark.e2e
 @arm64
-def test_linux_arm64_build_and_tests_under_qemu(project):
+def test_linux_arm64_build_is_aarch64(project):
     data = json_of(hm(project, "build", "--target", "linux-arm64", "--json"))
     assert elf_machine(data["library"]) == 183
-    proc = hm(project, "test", "--target", "linux-arm64", "--cpu", "cortex-a76")
-    passed, failed = counts(proc)
-    assert proc.returncode == 0 and failed == 0 and passed > 0, proc.stderr[-3000:]
 
 
 @pytest.mark.e2e
