@@ -36,4 +36,4 @@ fi
 demo="$(mktemp -d)/demo"
 .venv/bin/hmbuild new "$demo"
 .venv/bin/hmbuild -C "$demo" build --target linux-arm64
-.venv/bin/hmbuild -C "$demo" test --target linux-arm64
+.venv/bin/hmbuild -C "$demo" test --target linux-arm64 --cpu cortex-a76

@@ -313,7 +313,7 @@ def _same_run(argv):
 
 def test_every_hmbuild_command_in_the_ci_files_is_one_the_test_suite_runs(github, gitlab):
     suite = {_same_run(c) for c in _suite_commands()}
-    assert ("test", "--target", "linux-arm64", "--cpu", "cortex-a76") in suite  # the reader finds test_examples'
+    assert ("test", "--target", "linux-arm64", "--cpu", "cortex-a76") in suite  # the reader finds bootstrap.sh's
     ran = set()
     for jobs, ref in ((github_jobs(github), GITHUB_CPU), (gitlab_jobs(gitlab), "$CPU")):
         for name, (job, cpus, lines) in jobs.items():
