@@ -261,15 +261,13 @@ def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, 
 def _intent_example_args(project, labels: str) -> list[str]:
     """--example LABEL=TEXT for each hmbuild.toml [[intent.example]] row whose label is asked for."""
     from hmbuild.errors import HmbuildError
+    from hmbuild.generator import validate_intent
 
     wanted = [l.strip() for l in labels.split(",")]
     if not all(wanted):
         raise HmbuildError("--classify takes comma-separated non-empty labels, e.g. alarm,weather,music,note.")
-    rows = project.settings.get("intent", {}).get("example", [])
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("text"), str)
-                                             and isinstance(r.get("label"), str) for r in rows):
-        raise HmbuildError(f"{project.root / 'hmbuild.toml'}: every [[intent.example]] needs text = \"...\" and "
-                           "label = \"...\"; fix the table.")
+    intent = validate_intent(project.settings.get("intent"), str(project.root / "hmbuild.toml"))
+    rows = intent["examples"] if intent else []
     return [a for r in rows if r["label"] in wanted for a in ("--example", f"{r['label']}={r['text']}")]
 
 

@@ -175,6 +175,57 @@ def validate_device_classes(rows, where: str) -> list[dict] | None:
     return [{k: r[k] for k in _DC_FIELDS} for r in rows]
 
 
+# The [intent] table of hmbuild.toml, which Intents.ets is written from and `run --classify` reads.
+# The limits are classifyAsync's (64 labels of at most 256 bytes; 32 examples of at most 4096 bytes).
+_INTENT_KEYS = ("labels", "example", "calibrate", "fallback", "min_margin")
+
+
+def _plain_text(v, most: int) -> bool:
+    return isinstance(v, str) and 0 < len(v.encode()) <= most and not any(ord(c) < 0x20 for c in v)
+
+
+def validate_intent(table, where: str) -> dict | None:
+    """hmbuild.toml's [intent] (None when there is none: the template's is used) as
+    {labels, examples: [{text, label}], calibrate, fallback, min_margin}. Labels and texts are free
+    text (a Chinese app routes to Chinese labels): they reach ArkTS through the json_str filter."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise HmbuildError(f"In {where}, intent must be an [intent] table.")
+    unknown = sorted(set(table) - set(_INTENT_KEYS))
+    if unknown:
+        raise HmbuildError(f"In {where}, [intent] has unknown key {unknown[0]}; the keys are {', '.join(_INTENT_KEYS)}.")
+    labels = table.get("labels")
+    if (not isinstance(labels, list) or not 1 <= len(labels) <= 64 or not all(_plain_text(l, 256) for l in labels)
+            or len(set(labels)) != len(labels)):
+        raise HmbuildError(f"In {where}, [intent] labels must be a list of 1 to 64 different labels, each 1 to 256 bytes "
+                           "without control characters.")
+    rows = table.get("example", [])
+    if not isinstance(rows, list) or len(rows) > 32:
+        raise HmbuildError(f"In {where}, [[intent.example]] must be at most 32 tables with text and label.")
+    examples = []
+    for i, row in enumerate(rows, 1):
+        if not isinstance(row, dict) or set(row) != {"text", "label"} or not _plain_text(row["text"], 4096):
+            raise HmbuildError(f"In {where}, [[intent.example]] row {i} must have exactly text = \"...\" (1 to 4096 "
+                               "bytes, no control characters) and label = \"...\".")
+        if row["label"] not in labels:
+            raise HmbuildError(f"In {where}, [[intent.example]] row {i} label = {_shown(str(row['label']))} is not one "
+                               "of [intent] labels.")
+        examples.append({"text": row["text"], "label": row["label"]})
+    calibrate = table.get("calibrate", False)
+    if not isinstance(calibrate, bool):
+        raise HmbuildError(f"In {where}, [intent] calibrate must be true or false.")
+    fallback = table.get("fallback", "")
+    if fallback != "" and fallback not in labels:
+        raise HmbuildError(f"In {where}, [intent] fallback = {_shown(str(fallback))} must be one of the labels (or \"\" "
+                           "for none).")
+    margin = table.get("min_margin", 0)
+    if not isinstance(margin, (int, float)) or isinstance(margin, bool) or not 0 <= margin <= 100:
+        raise HmbuildError(f"In {where}, [intent] min_margin must be a number from 0 to 100.")
+    return {"labels": list(labels), "examples": examples, "calibrate": calibrate, "fallback": fallback,
+            "min_margin": float(margin)}
+
+
 def default_name(directory: Path) -> str:
     return directory.name.lower().replace("-", "_")
 
@@ -316,6 +367,7 @@ def read_answers(project: Project, ci: str | None = None) -> dict:
             "description": validate_description(description) if description is not None else None,
             "ci": ci if ci is not None else validate_ci(table.get("ci", "github"), f" in {where} [project] ci"),
             "device_classes": validate_device_classes(project.settings.get("device_class"), str(where)),
+            "intent": validate_intent(project.settings.get("intent"), str(where)),
             "hmbuild_version": str(table.get("hmbuild_version", "unknown"))}
 
 
@@ -326,7 +378,9 @@ def project_context(answers: dict) -> dict:
             # hmbuild.toml from a --config keeps the config's own description, or none.
             "typed_description": description, "ci": answers["ci"]} | (
         # DeviceClasses.ets follows hmbuild.toml's [[device_class]] rows; without any, the template's.
-        {"device_classes": answers["device_classes"]} if answers.get("device_classes") else {})
+        {"device_classes": answers["device_classes"]} if answers.get("device_classes") else {}) | (
+        # Intents.ets follows hmbuild.toml's [intent]; without one, the template's.
+        {"intent": answers["intent"]} if answers.get("intent") else {})
 
 
 def _render_into(tree: Path, context: dict, config_src: str | None) -> list[str]:
@@ -526,8 +580,9 @@ def new_project(directory: str | Path, name: str | None = None, config: str | Pa
                            "to yours (files hmbuild did not write are never overwritten).")
     owned = read_manifest(root) if non_empty else {}
     device_classes = validate_device_classes(config_settings.get("device_class"), f"the config file {config}")
-    contents = render_project({"name": name, "description": description, "ci": ci, "device_classes": device_classes},
-                              config_src)
+    intent = validate_intent(config_settings.get("intent"), f"the config file {config}")
+    contents = render_project({"name": name, "description": description, "ci": ci, "device_classes": device_classes,
+                               "intent": intent}, config_src)
     # Staged next to where the files go (same file system, so every move is a rename).
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.hmbuild-new-" if not non_empty else ".hmbuild-new-",
                                     dir=root if non_empty else root.parent))

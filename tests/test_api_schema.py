@@ -66,7 +66,8 @@ def test_shipped_description_keeps_the_hand_written_declarations_and_docs():
         "export function inferAsync(session: number, input: ArrayBuffer, options?: InferOptions): Promise<ArrayBuffer>;",
         "export function inferAsync(session: number, input: ArrayBuffer, options: InferOptions,\n"
         "                           callback: (result: ArrayBuffer, error?: NativeError) => void): void;",
-        "export const classifyAsync: (session: number, input: ArrayBuffer, labels: string[]) => Promise<ClassifyResult>;",
+        "export const classifyAsync: (session: number, input: ArrayBuffer, labels: string[],\n"
+        "                             options?: ClassifyOptions) => Promise<ClassifyResult>;",
         "export const warmup: (session: number) => Promise<void>;",
         "export const stats: (session: number) => SessionStats;",
         "export const verifyModel: (path: string, sha256: string) => Promise<boolean>;",
@@ -100,9 +101,9 @@ BAD = {
     "unsupported type": ('{ name = "topK", type = "number", optional = true }',
                          '{ name = "topK", type = "Map<string, number>", optional = true }', "Map"),
     "unknown interface": ('returns = "SessionStats"', 'returns = "SessionStatz"', "SessionStatz"),
-    "non-literal union": ('{ name = "label", type = "string" }', '{ name = "label", type = "string | number" }',
+    "non-literal union": ('{ name = "label", type = "string", doc', '{ name = "label", type = "string | number", doc',
                           "string literals"),
-    "void field": ('{ name = "label", type = "string" }', '{ name = "label", type = "void" }', "void"),
+    "void field": ('{ name = "label", type = "string", doc', '{ name = "label", type = "void", doc', "void"),
     "unknown symbol": ('symbol = "Warmup"', 'symbol = "WarmUp"', "hmllm_napi::WarmUp"),
     "duplicate function": ('name = "cancel"', 'name = "release"', "'release' is declared twice"),
     "duplicate interface": ('name = "SessionStats"', 'name = "InitOptions"', "'InitOptions' is declared twice"),

@@ -11,7 +11,7 @@ from hmbuild.generator import new_project
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 
 EXPECTED_ETS = {"Index.ets", "src/main/ets/InferenceService.ets", "src/main/ets/ModelManager.ets",
-                "src/main/ets/DeviceClasses.ets", "src/main/ets/LlmEngine.ets", "src/main/ets/pages/Index.ets",
+                "src/main/ets/DeviceClasses.ets", "src/main/ets/Intents.ets", "src/main/ets/LlmEngine.ets", "src/main/ets/pages/Index.ets",
                 "src/main/ets/platform/Platform.ets", "src/main/ets/platform/OhosPlatform.ets"}
 
 

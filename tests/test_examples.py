@@ -208,3 +208,64 @@ def test_a_bad_device_class_row_is_one_sentence_and_creates_nothing(tmp_path, ed
     proc = run_hmbuild("new", str(root), "--config", str(cfg))
     assert proc.returncode == 1 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not root.exists()
+
+
+_JS_STR = r'"(?:[^"\\]|\\.)*"'
+
+
+def _ets_intent(root) -> dict:
+    """INTENT of Intents.ets, read back: its strings are JSON string literals."""
+    text = (root / "src/main/ets/Intents.ets").read_text()
+    labels = json.loads(re.search(r"labels: (\[.*\]),", text).group(1))
+    examples = [{"text": json.loads(t), "label": json.loads(l)}
+                for t, l in re.findall(rf"\{{ text: ({_JS_STR}), label: ({_JS_STR}) \}}", text)]
+    return {"labels": labels, "examples": examples, "calibrate": re.search(r"calibrate: (true|false),", text).group(1) == "true",
+            "fallback": json.loads(re.search(rf"fallback: ({_JS_STR})", text).group(1)),
+            "min_margin": float(re.search(r"minMargin: ([0-9.]+)", text).group(1))}
+
+
+def test_config_intent_reaches_the_arkts_and_update_follows_edits(tmp_path):
+    """[intent] of a --config file is what InferenceService.route uses (Intents.ets), free text
+    included (a Chinese label, quotes and a backslash in an example); edits reach it through
+    `hmbuild update`, and the ArkTS linter accepts the file."""
+    text = (CONFIG.read_text().replace('"alarm", "weather"', '"闹钟", "weather"')
+            .replace('label = "alarm"', 'label = "闹钟"').replace('fallback = "note"', 'fallback = "闹钟"')
+            .replace('text = "Wake me up at half past six"', 'text = "Wake me \\"at\\" 6:30 \\\\ 早上"'))
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(text)
+    root = tmp_path / "notes"
+    proc = run_hmbuild("new", str(root), "--config", str(cfg))
+    assert proc.returncode == 0, proc.stderr
+    want = tomllib.loads(text)["intent"]
+    got = _ets_intent(root)
+    assert got["labels"] == want["labels"] and got["labels"][0] == "闹钟"
+    assert got["examples"] == want["example"] and got["examples"][0]["text"] == 'Wake me "at" 6:30 \\ 早上'
+    assert (got["calibrate"], got["fallback"], got["min_margin"]) == (True, "闹钟", 0.1)
+    proc = run_hmbuild("-C", str(root), "lint", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["problems"] == [], proc.stdout
+    toml = root / "hmbuild.toml"
+    toml.write_text(toml.read_text().replace("min_margin = 0.1", "min_margin = 0.25")
+                    + '\n[[intent.example]]\ntext = "Is it sunny?"\nlabel = "weather"\n')
+    proc = run_hmbuild("-C", str(root), "update")
+    assert proc.returncode == 0, proc.stderr
+    got = _ets_intent(root)
+    assert got["min_margin"] == 0.25 and got["examples"][-1] == {"text": "Is it sunny?", "label": "weather"}
+    assert run_hmbuild("-C", str(root), "check").returncode == 0
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (('label = "music"', 'label = "song"'), "[[intent.example]] row 3 label = 'song' is not one of [intent] labels"),
+    (('fallback = "note"', 'fallback = "other"'), "[intent] fallback = 'other' must be one of the labels"),
+    (("min_margin = 0.1", "min_margin = -1"), "[intent] min_margin must be a number from 0 to 100"),
+    (("calibrate = true", "calibrate = \"yes\""), "[intent] calibrate must be true or false"),
+    (('labels = ["alarm"', 'labels = ["note"'), "[intent] labels must be a list of 1 to 64 different labels"),
+])
+def test_a_bad_intent_table_is_one_sentence_and_creates_nothing(tmp_path, edit, needle):
+    text = CONFIG.read_text()
+    assert edit[0] in text
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(text.replace(edit[0], edit[1], 1))
+    root = tmp_path / "p"
+    proc = run_hmbuild("new", str(root), "--config", str(cfg))
+    assert proc.returncode == 1 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not root.exists()

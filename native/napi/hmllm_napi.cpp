@@ -8,6 +8,7 @@
 // thread-safe function, so onToken calls arrive in order and before the promise settles.
 #include "hmllm_napi.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -70,6 +71,7 @@ struct Job {
     napi_threadsafe_function tsfn = nullptr;  // onToken pieces, then the settlement
     hmllm::InferRequest request;
     std::vector<std::string> labels;
+    hmllm::ClassifyOptions classify_options;
     int timeout_ms = 0;
     std::atomic<bool> cancel{false};
     bool timed_out = false;
@@ -214,6 +216,47 @@ bool get_string_array(napi_env env, napi_value v, const char* what, size_t max, 
     return true;
 }
 
+// classifyAsync's options: examples [{text, label}] whose labels are among `labels`, calibrate.
+bool get_classify_options(napi_env env, napi_value o, const std::vector<std::string>& labels, hmllm::ClassifyOptions* out) {
+    if (!get_bool_option(env, o, "calibrate", &out->calibrate)) return false;
+    napi_value examples;
+    if (!get_prop(env, o, "examples", &examples)) return true;
+    constexpr uint32_t kMaxExamples = 32;
+    constexpr size_t kMaxExampleBytes = 4096;
+    bool is_array = false;
+    napi_is_array(env, examples, &is_array);
+    uint32_t n = 0;
+    if (is_array) napi_get_array_length(env, examples, &n);
+    if (!is_array || n > kMaxExamples) {
+        throw_type_error(env, "options.examples must be an array of at most " + std::to_string(kMaxExamples) +
+                                  " {text, label} objects");
+        return false;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        const std::string where = "options.examples[" + std::to_string(i) + "]";
+        napi_value e, text_v, label_v;
+        napi_get_element(env, examples, i, &e);
+        std::string text, label;
+        if (type_of(env, e) != napi_object || !get_prop(env, e, "text", &text_v) || !get_prop(env, e, "label", &label_v) ||
+            type_of(env, text_v) != napi_string || type_of(env, label_v) != napi_string || !get_string(env, text_v, &text) ||
+            !get_string(env, label_v, &label)) {
+            throw_type_error(env, where + " must be an object with string text and label");
+            return false;
+        }
+        if (text.empty() || text.size() > kMaxExampleBytes) {
+            throw_type_error(env, where + ".text must be from 1 to " + std::to_string(kMaxExampleBytes) + " bytes");
+            return false;
+        }
+        if (std::find(labels.begin(), labels.end(), label) == labels.end()) {
+            throw_type_error(env, where + ".label '" + label.substr(0, 64) + "' is not one of the labels");
+            return false;
+        }
+        // The example text is the app's, possibly typed by a user: cleaned like the input.
+        out->examples.emplace_back(hmllm::clean_input_text(text), std::move(label));
+    }
+    return true;
+}
+
 // The single session argument of warmup / cancel / release / stats.
 bool session_argument(napi_env env, napi_callback_info info, const char* fn, int64_t* id) {
     napi_value argv[1];
@@ -258,19 +301,27 @@ napi_value array_buffer_from(napi_env env, std::string&& text) {
     return result;
 }
 
+napi_value number_array(napi_env env, const std::vector<double>& values) {
+    napi_value array;
+    napi_create_array_with_length(env, values.size(), &array);
+    for (size_t i = 0; i < values.size(); ++i) {
+        napi_value v;
+        napi_create_double(env, values[i], &v);
+        napi_set_element(env, array, static_cast<uint32_t>(i), v);
+    }
+    return array;
+}
+
 napi_value classify_object(napi_env env, const Job& job) {
-    napi_value obj, label, scores;
+    napi_value obj, label, calibrated;
     napi_create_object(env, &obj);
     const std::string& best = job.labels[size_t(job.classify.best)];
     napi_create_string_utf8(env, best.data(), best.size(), &label);
-    napi_create_array_with_length(env, job.classify.scores.size(), &scores);
-    for (size_t i = 0; i < job.classify.scores.size(); ++i) {
-        napi_value s;
-        napi_create_double(env, job.classify.scores[i], &s);
-        napi_set_element(env, scores, static_cast<uint32_t>(i), s);
-    }
+    napi_get_boolean(env, job.classify.calibrated, &calibrated);
     napi_set_named_property(env, obj, "label", label);
-    napi_set_named_property(env, obj, "scores", scores);
+    napi_set_named_property(env, obj, "scores", number_array(env, job.classify.scores));
+    napi_set_named_property(env, obj, "rawScores", number_array(env, job.classify.raw_scores));
+    napi_set_named_property(env, obj, "calibrated", calibrated);
     return obj;
 }
 
@@ -365,7 +416,7 @@ void execute(napi_env, void* data) {
     hmllm::Session& session = *slot->session;
     switch (job->kind) {
         case Kind::Infer: job->status = session.generate(text, job->request, &job->infer); break;
-        case Kind::Classify: job->status = session.classify(text, job->labels, {}, &job->classify); break;
+        case Kind::Classify: job->status = session.classify(text, job->labels, job->classify_options, &job->classify); break;
         case Kind::Warmup: job->status = session.warmup(); break;
     }
     std::lock_guard<std::mutex> lock(slot->mu);
@@ -565,10 +616,10 @@ napi_value InferAsync(napi_env env, napi_callback_info info) {
 }
 
 napi_value ClassifyAsync(napi_env env, napi_callback_info info) {
-    napi_value argv[3];
-    size_t argc = 3;
+    napi_value argv[4];
+    size_t argc = 4;
     napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-    const char* where = "classifyAsync(session, input, labels)";
+    const char* where = "classifyAsync(session, input, labels, options?)";
     if (argc < 3) {
         throw_type_error(env, std::string(where) + ": session, input and labels are required");
         return nullptr;
@@ -582,6 +633,9 @@ napi_value ClassifyAsync(napi_env env, napi_callback_info info) {
         throw_type_error(env, "labels must hold at least one label");
         return nullptr;
     }
+    napi_value o;
+    if (!get_options(env, argc, argv, 3, where, &o)) return nullptr;
+    if (o && !get_classify_options(env, o, job->labels, &job->classify_options)) return nullptr;
     std::shared_ptr<Slot> slot = live_slot(env, id);
     if (!slot) return nullptr;
     job->timeout_ms = slot->timeout_ms;

@@ -90,21 +90,39 @@ Status Session::generate(std::string_view prompt, const InferRequest& request, I
     return generate_tokens(tokenizer_.encode(prompt, tokenizer_.add_bos()), request, result);
 }
 
-Status Session::classify(std::string_view text, const std::vector<std::string>& labels,
-                         const std::vector<std::pair<std::string, std::string>>& examples, ClassifyResult* result) {
+Status Session::classify(std::string_view text, const std::vector<std::string>& labels, const ClassifyOptions& options,
+                         ClassifyResult* result) {
     if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
     if (labels.empty()) return Status::error(ErrorCode::InvalidArgument, "labels must not be empty");
     std::string joined;
     for (size_t i = 0; i < labels.size(); ++i) joined += (i ? ", " : "") + labels[i];
-    std::string prompt;
-    for (const auto& [example, label] : examples)
-        prompt += "Text: \"" + example + "\"\nIntent (one of: " + joined + "): " + label + "\n\n";
-    prompt += "Text: \"" + std::string(text) + "\"\nIntent (one of: " + joined + "):";
+    std::string examples;
+    for (const auto& [example, label] : options.examples)
+        examples += "Text: \"" + example + "\"\nIntent (one of: " + joined + "): " + label + "\n\n";
+    const auto prompt_for = [&](std::string_view t) {
+        return examples + "Text: \"" + std::string(t) + "\"\nIntent (one of: " + joined + "):";
+    };
     std::vector<std::vector<int32_t>> conts;
     for (const std::string& label : labels) conts.push_back(tokenizer_.encode(" " + label, false));
     ClassifyResult r;
-    Status st = engine_->score(tokenizer_.encode(prompt, tokenizer_.add_bos()), conts, &r.scores);
+    if (options.calibrate) {
+        // The key: the empty text's prompt (examples and label list), then each label with its length.
+        std::string key = prompt_for("");
+        for (const std::string& label : labels) key += "\n" + std::to_string(label.size()) + ":" + label;
+        if (key != calibration_key_) {
+            calibration_key_.clear();
+            Status st = engine_->score(tokenizer_.encode(prompt_for(""), tokenizer_.add_bos()), conts, &calibration_scores_);
+            if (!st.ok()) return st;
+            calibration_key_ = std::move(key);
+        }
+    }
+    Status st = engine_->score(tokenizer_.encode(prompt_for(text), tokenizer_.add_bos()), conts, &r.raw_scores);
     if (!st.ok()) return st;
+    r.scores = r.raw_scores;
+    if (options.calibrate) {
+        for (size_t i = 0; i < r.scores.size(); ++i) r.scores[i] -= calibration_scores_[i];
+        r.calibrated = true;
+    }
     r.best = 0;
     for (size_t i = 1; i < r.scores.size(); ++i)
         if (r.scores[i] > r.scores[size_t(r.best)]) r.best = static_cast<int>(i);

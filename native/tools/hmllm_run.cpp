@@ -89,20 +89,13 @@ int run_classify(const Args& a, hmllm::Session& session) {
     for (const std::string& l : labels)
         if (l.empty()) return fail(a, 2, "--classify takes comma-separated non-empty labels");
     const auto t0 = std::chrono::steady_clock::now();
+    hmllm::ClassifyOptions options;
+    options.examples = a.examples;
+    options.calibrate = a.calibrate;
     hmllm::ClassifyResult r;
-    hmllm::Status st = session.classify(a.prompt, labels, a.examples, &r);
+    hmllm::Status st = session.classify(a.prompt, labels, options, &r);
     if (!st.ok()) return fail(a, 1, st.message);
-    const std::vector<double> raw = r.scores;
-    if (a.calibrate) {
-        hmllm::ClassifyResult empty;
-        st = session.classify("", labels, a.examples, &empty);
-        if (!st.ok()) return fail(a, 1, st.message);
-        r.best = 0;
-        for (size_t i = 0; i < labels.size(); ++i) {
-            r.scores[i] -= empty.scores[i];
-            if (r.scores[i] > r.scores[size_t(r.best)]) r.best = static_cast<int>(i);
-        }
-    }
+    const std::vector<double>& raw = r.raw_scores;
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const std::string& best = labels[size_t(r.best)];
     if (!a.json) {

@@ -36,9 +36,22 @@ struct InferRequest {
     std::vector<std::string> stop;
 };
 
+struct ClassifyOptions {
+    // Labelled few-shot examples as (text, label), placed before the text; they help small base
+    // models a lot.
+    std::vector<std::pair<std::string, std::string>> examples;
+    // Subtract each label's score on an empty text: a small base model leans towards the last
+    // example's label and towards common words whatever the text says, and the same lean shows on
+    // the empty text. Those scores are computed once per labels and examples and kept.
+    bool calibrate = false;
+};
+
 struct ClassifyResult {
-    int best = -1;                // index into the labels
-    std::vector<double> scores;   // log-probability of each label after the prompt
+    int best = -1;                    // index into the labels, by `scores`
+    std::vector<double> scores;       // log-probability of each label after the prompt, minus the
+                                      // empty text's when calibrated
+    std::vector<double> raw_scores;   // log-probability of each label after the prompt
+    bool calibrated = false;
 };
 
 struct InferResult {
@@ -61,9 +74,9 @@ public:
 
     // Intent recognition by label likelihood: scores " <label>" after
     //   Text: "<text>"\nIntent (one of: a, b, c):
-    // (optionally preceded by labelled examples, which help small base models a lot).
-    Status classify(std::string_view text, const std::vector<std::string>& labels,
-                    const std::vector<std::pair<std::string, std::string>>& examples, ClassifyResult* result);
+    // (optionally preceded by labelled examples, and calibrated: see ClassifyOptions).
+    Status classify(std::string_view text, const std::vector<std::string>& labels, const ClassifyOptions& options,
+                    ClassifyResult* result);
 
     // Touches every page of the mapped weights and runs one token, so the first request does not
     // pay for page faults; the BOS it leaves in the KV cache is reused by the next prompt.
@@ -90,6 +103,9 @@ private:
     SessionOptions options_;
     bool released_ = false;
     bool priority_raised_ = false;
+    // The empty text's label scores for calibration, and the labels and examples they are for.
+    std::string calibration_key_;
+    std::vector<double> calibration_scores_;
 };
 
 }  // namespace hmllm

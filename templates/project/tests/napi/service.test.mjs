@@ -20,14 +20,16 @@ const needsModel = { skip: model ? false : 'HMBUILD_TEST_MODEL is not set' };
 
 // The addon as the ArkTS sees it, counting the calls that cross NAPI.
 const calls = { init: 0, inferAsync: 0, classifyAsync: 0, warmup: 0 };
+const lastArgs = {};
 const native = { ...lib };
 for (const name of Object.keys(calls)) {
-  native[name] = (...args) => { calls[name]++; return lib[name](...args); };
+  native[name] = (...args) => { calls[name]++; lastArgs[name] = args; return lib[name](...args); };
 }
 const load = etsLoader(native);
 const { InferenceService, ServiceError, PromptTemplate, SUMMARY_TEMPLATE } = load('InferenceService');
 const { ModelManager } = load('ModelManager');
 const { DEVICE_CLASSES } = load('DeviceClasses');
+const { INTENT } = load('Intents');
 
 const row = (name, contextSize, kvCacheType, minTotalRamGb = 0, minAvailableMb = 0) =>
   ({ name, minTotalRamGb, modelFile: model ? basename(model) : 'missing.gguf', contextSize, kvCacheType, minAvailableMb });
@@ -189,6 +191,46 @@ test('metrics are logged for every request and never contain the user text', nee
   }
   const generated = summary.text.trim();
   if (generated.length >= 12) assert.ok(!text.includes(generated), 'the log contains generated text');
+  s.release();
+});
+
+test('route() uses hmbuild.toml [intent]: its labels, examples and calibration in one native call', needsModel, async () => {
+  assert.ok(INTENT.labels.length > 0 && INTENT.examples.every((e) => INTENT.labels.includes(e.label)));
+  const s = service(undefined, { deviceClasses: [row('test', 256, 'q8_0')] });
+  const before = calls.classifyAsync;
+  const r = await s.route('Set an alarm for 7 am tomorrow');
+  assert.equal(calls.classifyAsync, before + 1);
+  const [, , labels, options] = lastArgs.classifyAsync;
+  assert.deepEqual(labels, INTENT.labels);
+  assert.deepEqual(options, { examples: INTENT.examples, calibrate: INTENT.calibrate });
+  assert.equal(r.calibrated, INTENT.calibrate);
+  assert.ok(INTENT.labels.includes(r.label) && r.scores.length === INTENT.labels.length);
+  s.release();
+});
+
+test('route() answers the fallback label when the best one wins by less than minMargin', needsModel, async () => {
+  const s = service(undefined, { deviceClasses: [row('test', 256, 'q8_0')] });
+  const config = {
+    labels: ['alarm', 'weather', 'music', 'note'],
+    examples: [
+      { text: 'Wake me up at half past six', label: 'alarm' },
+      { text: 'Will it rain in Shanghai this afternoon?', label: 'weather' },
+      { text: 'Play something relaxing by Debussy', label: 'music' },
+      { text: 'Remember to buy milk and eggs', label: 'note' },
+    ],
+    calibrate: true, fallback: 'note', minMargin: 0.1,
+  };
+  const sure = await s.route('Set an alarm for 7 am tomorrow', config);
+  assert.deepEqual([sure.label, sure.best, sure.fellBack, sure.calibrated], ['alarm', 'alarm', false, true]);
+  const sorted = [...sure.scores].sort((a, b) => b - a);
+  assert.ok(Math.abs(sure.margin - (sorted[0] - sorted[1])) < 1e-9 && sure.margin >= 0.1);
+  // Without calibration the same text goes to the last example's label: the lean calibration removes.
+  const raw = await s.route('Set an alarm for 7 am tomorrow', { ...config, calibrate: false });
+  assert.deepEqual([raw.best, raw.calibrated], ['note', false]);
+  const unsure = await s.route('Set an alarm for 7 am tomorrow', { ...config, minMargin: 100 });
+  assert.deepEqual([unsure.label, unsure.best, unsure.fellBack], ['note', 'alarm', true]);
+  const none = await s.route('Set an alarm for 7 am tomorrow', { ...config, fallback: '', minMargin: 100 });
+  assert.deepEqual([none.label, none.fellBack], ['alarm', false]);
   s.release();
 });
 

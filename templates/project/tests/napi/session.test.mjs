@@ -150,6 +150,38 @@ test('classifyAsync routes an alarm request to alarm', needsModel, async () => {
   lib.release(id);
 });
 
+// The notes-assistant example's few-shot rows (hmbuild.toml [[intent.example]]).
+const INTENTS = ['alarm', 'weather', 'music', 'note'];
+const EXAMPLES = [
+  { text: 'Wake me up at half past six', label: 'alarm' },
+  { text: 'Will it rain in Shanghai this afternoon?', label: 'weather' },
+  { text: 'Play something relaxing by Debussy', label: 'music' },
+  { text: 'Remember to buy milk and eggs', label: 'note' },
+];
+
+test('classifyAsync with examples and calibration: the lean towards the last example is taken out', needsModel, async () => {
+  const id = lib.init(model, { ...small, contextSize: 256 });
+  const text = buf('Set an alarm for 7 am tomorrow');
+  // With the examples alone the base model leans to the last example's label: note wins raw.
+  const raw = await lib.classifyAsync(id, text, INTENTS, { examples: EXAMPLES });
+  assert.equal(raw.calibrated, false);
+  assert.deepEqual(raw.scores, raw.rawScores);
+  const cal = await lib.classifyAsync(id, text, INTENTS, { examples: EXAMPLES, calibrate: true });
+  assert.equal(cal.calibrated, true);
+  assert.equal(cal.label, 'alarm');
+  assert.notEqual(raw.label, cal.label);
+  raw.rawScores.forEach((s, i) => assert.ok(Math.abs(s - cal.rawScores[i]) < 1e-9));
+  // The empty text's scores are what is subtracted, computed once for these labels and examples:
+  // the same offsets for another text, and the same as classifying the empty text raw.
+  const offsets = cal.rawScores.map((s, i) => s - cal.scores[i]);
+  const other = await lib.classifyAsync(id, buf('Is it going to snow tomorrow?'), INTENTS, { examples: EXAMPLES, calibrate: true });
+  assert.equal(other.label, 'weather');
+  other.rawScores.forEach((s, i) => assert.ok(Math.abs(s - other.scores[i] - offsets[i]) < 1e-9));
+  const empty = await lib.classifyAsync(id, new ArrayBuffer(0), INTENTS, { examples: EXAMPLES });
+  empty.rawScores.forEach((s, i) => assert.ok(Math.abs(s - offsets[i]) < 1e-6, `${s} vs ${offsets[i]}`));
+  lib.release(id);
+});
+
 test('warmup resolves and the next request still gives the same answer', needsModel, async () => {
   const id = lib.init(model, small);
   assert.equal(await lib.warmup(id), undefined);
@@ -221,6 +253,13 @@ test('wrong argument types are TypeErrors with code INVALID_ARGUMENT', needsMode
   bad(() => lib.classifyAsync(id, new ArrayBuffer(1), []));
   bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['ok', 7]));
   bad(() => lib.classifyAsync(id, 'text', ['a']));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['a'], 'calibrate'));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['a'], { calibrate: 1 }));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['a'], { examples: { text: 'x', label: 'a' } }));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['a'], { examples: [{ text: 'x' }] }));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['a'], { examples: [{ text: '', label: 'a' }] }));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['a'], { examples: [{ text: 'x', label: 'b' }] }));
+  bad(() => lib.classifyAsync(id, new ArrayBuffer(1), ['a'], { examples: Array(33).fill({ text: 'x', label: 'a' }) }));
   bad(() => lib.warmup());
   bad(() => lib.cancel(null));
   bad(() => lib.stats('x'));
