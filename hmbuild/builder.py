@@ -141,6 +141,19 @@ def _write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
+def _forget_old_profile(build_dir: Path, profile_text: str) -> None:
+    """CMake picks the compiler and its initial flags once per build folder and keeps them when the
+    Conan profile changes (Debian's GCC and zig share build/linux-arm64-*): when the profile
+    changed, the CMake cache goes, so the next configure starts over and every object is rebuilt
+    (ccache keeps that quick)."""
+    record = build_dir / "hmbuild-profile"
+    before = record.read_text(encoding="utf-8") if record.exists() else None
+    if before != profile_text and (build_dir / "CMakeCache.txt").exists():
+        (build_dir / "CMakeCache.txt").unlink()
+        shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
+    record.write_text(profile_text, encoding="utf-8")
+
+
 # One sanitizer per build: ASan and TSan cannot share a process, and UBSan alone keeps its run
 # fast. -fno-sanitize-recover makes any undefined behaviour fail the test that hit it.
 SANITIZE_FLAGS = {
@@ -233,6 +246,7 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
             package = runtime_package.share(conan_dir, remote, log)
             runtime_package.announce(package, remote)
         print(f"hmbuild: configuring {build_dir}", file=sys.stderr)
+        _forget_old_profile(build_dir, profile_text)
         run_step([tool_path("cmake"), "-S", str(project.cpp_dir), "-B", str(build_dir), "-G", "Ninja",
                   f"-DCMAKE_MAKE_PROGRAM={tool_path('ninja')}", *cmake_args], log,
                  f"CMake configure for {target.name}", verbose=verbose)

@@ -9,6 +9,11 @@ class HmbuildError(Exception):
         self.exit_code = exit_code
 
 
+def shown(value: str) -> str:
+    """A user's value quoted for an error message: one line whatever it holds, and not too long."""
+    return repr(value if len(value) <= 40 else value[:40] + "...")
+
+
 def exit_reason(code: int) -> str:
     """A child's exit status in words: 'exit status 3', or the signal that ended it by name
     ('crashed with SIGSEGV (signal 11)'); subprocess reports a signal as a negative status."""

@@ -40,7 +40,7 @@ import tomlkit.exceptions
 from hmbuild import __version__
 from hmbuild.api_schema import write_project_api
 from hmbuild.ci import PROVIDERS, ci_files
-from hmbuild.errors import HmbuildError
+from hmbuild.errors import HmbuildError, shown as _shown
 from hmbuild.project import Project
 from hmbuild.resources import native_dir, templates_dir
 from hmbuild.targets import plain_cmake_presets
@@ -72,11 +72,6 @@ class NewResult:
     root: Path
     name: str
     files: list[str]
-
-
-def _shown(value: str) -> str:
-    """A user's value quoted for an error message: one line whatever it holds, and not too long."""
-    return repr(value if len(value) <= 40 else value[:40] + "...")
 
 
 def validate_name(name) -> str:

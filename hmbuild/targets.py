@@ -8,20 +8,31 @@ missing and the command that installs it). Nothing else in hmbuild looks up a co
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hmbuild.errors import HmbuildError
+from hmbuild.errors import HmbuildError, shown as _shown
 
 TARGET_NAMES = ("host", "linux-arm64", "ohos-arm64", "ohos-x86_64")
 
 APT_CROSS = "apt-get update && apt-get install -y qemu-user g++-aarch64-linux-gnu"
 GNU_AARCH64_SYSROOT = Path("/usr/aarch64-linux-gnu")
+
+# linux-arm64's compiler: Debian's cross GCC, or zig (the PyPI package ziglang: one pip install, no
+# system packages) when GCC is absent or HMBUILD_ARM64_TOOLCHAIN=zig asks for it. zig links its own
+# libc++ statically and targets the glibc of the aarch64 Node.js builds (2.28), so the library
+# loads wherever that Node runs; running the tests still needs qemu and the aarch64 glibc sysroot.
+ARM64_TOOLCHAIN_ENV = "HMBUILD_ARM64_TOOLCHAIN"
+ARM64_TOOLCHAINS = ("gcc", "zig")
+ZIG_TARGET = "aarch64-linux-gnu.2.28"
+PIP_ZIG = "pip install 'ziglang==0.17.1'"
 
 # CPUs worth testing the runtime's CPU-feature dispatch on (DESIGN.md): no dotprod, dotprod, i8mm+.
 ARM64_TEST_CPUS = ("cortex-a53", "cortex-a76", "neoverse-n1", "max")
@@ -130,40 +141,109 @@ def _host_target() -> Target:
     )
 
 
+def find_zig() -> str | None:
+    """The zig of the ziglang package in hmbuild's own environment, else one on PATH."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ziglang")
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            exe = Path(folder) / "zig"
+            if exe.is_file() and os.access(exe, os.X_OK):
+                return str(exe)
+    return _which("zig")
+
+
+def zig_wrappers(zig: str) -> dict[str, str]:
+    """Executables for `zig cc` / `zig c++` / `zig ar` / `zig ranlib` (CMake and Conan want one
+    program per tool, not a program and a subcommand), written once into hmbuild's cache and
+    named by the zig they call."""
+    from hmbuild.resources import cache_dir
+
+    folder = cache_dir() / "zig" / hashlib.sha256(zig.encode()).hexdigest()[:16]
+    tools = {"cc": ("cc", True), "cxx": ("c++", True), "ar": ("ar", False), "ranlib": ("ranlib", False)}
+    paths = {}
+    for key, (sub, targeted) in tools.items():
+        path = folder / f"zig-{sub}"
+        # Conan's libc++ setting adds -stdlib=libc++, which zig (libc++ always) reports as unused.
+        target = f" -target {ZIG_TARGET} -Wno-unused-command-line-argument" if targeted else ""
+        text = f'#!/bin/sh\n# Written by hmbuild: {sub} of {zig}\nexec {shlex.quote(zig)} {sub}{target} "$@"\n'
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.chmod(0o755)
+            tmp.replace(path)
+        paths[key] = str(path)
+    return paths
+
+
+def _arm64_toolchain_choice() -> str:
+    choice = os.environ.get(ARM64_TOOLCHAIN_ENV, "").strip().lower()
+    if choice not in ("", "auto", *ARM64_TOOLCHAINS):
+        raise HmbuildError(f"{ARM64_TOOLCHAIN_ENV}={_shown(choice)} is not a toolchain; use gcc, zig or auto "
+                           "(Debian's cross GCC when installed, else zig).")
+    return choice or "auto"
+
+
 def _linux_arm64_target() -> Target:
-    cxx = _which("aarch64-linux-gnu-g++")
-    cc = _which("aarch64-linux-gnu-gcc")
+    gxx = _which("aarch64-linux-gnu-g++")
+    gcc = _which("aarch64-linux-gnu-gcc")
     qemu = _which("qemu-aarch64")
     sysroot = GNU_AARCH64_SYSROOT
+    choice = _arm64_toolchain_choice()
+    zig = find_zig() if choice == "zig" or (choice == "auto" and not (gxx and gcc)) else None
+    use_zig = choice == "zig" or (choice == "auto" and not (gxx and gcc) and zig is not None)
     missing = []
     found = {}
-    if cxx and cc:
-        found["compiler"] = cxx
+    cmake_cache = {}
+    if use_zig and zig:
+        tools = zig_wrappers(zig)
+        cc, cxx = tools["cc"], tools["cxx"]
+        found["compiler"] = f"{zig} c++ -target {ZIG_TARGET}"
+        # HMLLM_ZIG: kernels.cmake spells the dotprod/i8mm flags zig's way.
+        cmake_cache = {"CMAKE_AR": tools["ar"], "CMAKE_RANLIB": tools["ranlib"], "HMLLM_ZIG": "ON"}
+        kind, version, libcxx = "clang", _compiler_identity(cxx)[1], "libc++"
+    elif use_zig:
+        cc = cxx = None
+        missing.append(Missing(f"zig ({ARM64_TOOLCHAIN_ENV}=zig)", PIP_ZIG))
+        kind, version, libcxx = "clang", "0", "libc++"
     else:
-        missing.append(Missing("the aarch64 cross compiler (aarch64-linux-gnu-g++)", APT_CROSS))
-    if (sysroot / "lib" / "ld-linux-aarch64.so.1").exists():
+        cc, cxx = gcc, gxx
+        if gxx and gcc:
+            found["compiler"] = gxx
+        else:
+            missing.append(Missing("the aarch64 cross compiler (aarch64-linux-gnu-g++, or zig)",
+                                   f"{APT_CROSS}, or {PIP_ZIG}"))
+        kind, version = _compiler_identity(gxx) if gxx else ("gcc", "12")
+        libcxx = "libstdc++11"
+    has_sysroot = (sysroot / "lib" / "ld-linux-aarch64.so.1").exists()
+    if has_sysroot:
         found["sysroot"] = str(sysroot)
-    else:
+    elif not use_zig:  # GCC links against it; zig brings its own glibc stubs and needs it only to run
         missing.append(Missing(f"the aarch64 glibc sysroot ({sysroot})", APT_CROSS))
     if qemu:
         found["qemu"] = qemu
-    else:
+    elif not use_zig:
         missing.append(Missing("qemu-aarch64 (runs the aarch64 tests)", APT_CROSS))
-    kind, version = _compiler_identity(cxx) if cxx else ("gcc", "12")
+    # Without qemu or the sysroot a zig build still builds; its binaries cannot run here.
+    runnable = not use_zig or (qemu is not None and has_sysroot)
     return Target(
         name="linux-arm64",
         triple="aarch64-linux-gnu",
-        description="generic aarch64 Linux (Debian's cross GCC); tests run under qemu-aarch64",
+        description=("generic aarch64 Linux (zig, libc++ linked in)" if use_zig else
+                     "generic aarch64 Linux (Debian's cross GCC)") + "; tests run under qemu-aarch64",
         conan_os="Linux",
         conan_arch="armv8",
         compiler=kind,
         compiler_version=version,
-        libcxx="libstdc++11",
+        libcxx=libcxx,
         cc=cc,
         cxx=cxx,
         sysroot=sysroot,
         cmake_toolchain_file=None,
-        runner=(qemu or "qemu-aarch64", "-L", str(sysroot)),
+        cmake_cache=cmake_cache,
+        runner=(qemu or "qemu-aarch64", "-L", str(sysroot)) if runnable else None,
         cpus=ARM64_TEST_CPUS,
         node_arch="arm64",
         missing=tuple(missing),

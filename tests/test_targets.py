@@ -35,6 +35,7 @@ def test_linux_arm64_runs_under_qemu_with_the_gnu_sysroot():
 
 def test_missing_cross_tools_name_the_apt_command(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH
+    monkeypatch.setenv("HMBUILD_ARM64_TOOLCHAIN", "gcc")  # not zig, the fallback (tests/test_zig.py)
     t = resolve_target("linux-arm64")
     whats = " ".join(m.what for m in t.missing)
     assert "aarch64-linux-gnu-g++" in whats and "qemu-aarch64" in whats
