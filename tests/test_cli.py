@@ -63,9 +63,10 @@ def test_ohos_build_without_sdk_stops_before_doing_anything(tmp_path):
 def test_missing_cross_compiler_is_one_sentence_with_the_fix(tmp_path):
     run_hmbuild("new", str(tmp_path / "p"), check=True)
     import os, sys
-    # Only the Python environment on PATH: no cross compiler, no qemu.
+    # Only the Python environment on PATH: no cross compiler, no qemu; and GCC asked for by name,
+    # since zig (installed with the dev extras) is otherwise the fallback (tests/test_zig.py).
     proc = run_hmbuild("-C", str(tmp_path / "p"), "build", "--target", "linux-arm64",
-                       env={"PATH": os.path.dirname(sys.executable)})
+                       env={"PATH": os.path.dirname(sys.executable), "HMBUILD_ARM64_TOOLCHAIN": "gcc"})
     assert_clean_error(proc, "apt-get install -y qemu-user g++-aarch64-linux-gnu")
     assert not (tmp_path / "p" / "build").exists()
 
