@@ -193,7 +193,8 @@ def _linux_arm64_target() -> Target:
     sysroot = GNU_AARCH64_SYSROOT
     choice = _arm64_toolchain_choice()
     zig = find_zig() if choice == "zig" or (choice == "auto" and not (gxx and gcc)) else None
-    use_zig = choice == "zig" or (choice == "auto" and not (gxx and gcc) and zig is not None)
+    # auto without GCC and without zig stays on GCC, whose missing entry names both fixes.
+    use_zig = choice == "zig" or zig is not None
     missing = []
     found = {}
     cmake_cache = {}

@@ -107,11 +107,12 @@ Status Session::classify(std::string_view text, const std::vector<std::string>& 
     ClassifyResult r;
     if (options.calibrate) {
         // The key: the empty text's prompt (examples and label list), then each label with its length.
-        std::string key = prompt_for("");
+        const std::string empty = prompt_for("");
+        std::string key = empty;
         for (const std::string& label : labels) key += "\n" + std::to_string(label.size()) + ":" + label;
         if (key != calibration_key_) {
             calibration_key_.clear();
-            Status st = engine_->score(tokenizer_.encode(prompt_for(""), tokenizer_.add_bos()), conts, &calibration_scores_);
+            Status st = engine_->score(tokenizer_.encode(empty, tokenizer_.add_bos()), conts, &calibration_scores_);
             if (!st.ok()) return st;
             calibration_key_ = std::move(key);
         }
