@@ -31,48 +31,6 @@ constexpr uint64_t kMinTensorInfoSize = 8 + 1 + 4 + 8 + 4 + 8;  // name, n_dims,
 constexpr uint64_t kStringHeaderSize = 8;
 constexpr uint64_t kArrayHeaderSize = 4 + 8;
 
-const TypeInfo* lookup_type(uint32_t raw) {
-    static const TypeInfo f32{"f32", 1, 4};
-    static const TypeInfo f16{"f16", 1, 2};
-    static const TypeInfo q4_0{"q4_0", 32, 18};
-    static const TypeInfo q4_1{"q4_1", 32, 20};
-    static const TypeInfo q5_0{"q5_0", 32, 22};
-    static const TypeInfo q5_1{"q5_1", 32, 24};
-    static const TypeInfo q8_0{"q8_0", 32, 34};
-    static const TypeInfo q8_1{"q8_1", 32, 36};
-    static const TypeInfo q2_k{"q2_K", 256, 84};
-    static const TypeInfo q3_k{"q3_K", 256, 110};
-    static const TypeInfo q4_k{"q4_K", 256, 144};
-    static const TypeInfo q5_k{"q5_K", 256, 176};
-    static const TypeInfo q6_k{"q6_K", 256, 210};
-    static const TypeInfo q8_k{"q8_K", 256, 292};
-    static const TypeInfo bf16{"bf16", 1, 2};
-    static const TypeInfo hm_q4_g32{"hm_q4_g32", 32, 2 + 16};
-    static const TypeInfo hm_q4_g64{"hm_q4_g64", 64, 2 + 32};
-    static const TypeInfo hm_q4_g128{"hm_q4_g128", 128, 2 + 64};
-    switch (static_cast<GgmlType>(raw)) {
-        case GgmlType::F32: return &f32;
-        case GgmlType::F16: return &f16;
-        case GgmlType::Q4_0: return &q4_0;
-        case GgmlType::Q4_1: return &q4_1;
-        case GgmlType::Q5_0: return &q5_0;
-        case GgmlType::Q5_1: return &q5_1;
-        case GgmlType::Q8_0: return &q8_0;
-        case GgmlType::Q8_1: return &q8_1;
-        case GgmlType::Q2_K: return &q2_k;
-        case GgmlType::Q3_K: return &q3_k;
-        case GgmlType::Q4_K: return &q4_k;
-        case GgmlType::Q5_K: return &q5_k;
-        case GgmlType::Q6_K: return &q6_k;
-        case GgmlType::Q8_K: return &q8_k;
-        case GgmlType::BF16: return &bf16;
-        case GgmlType::HM_Q4_G32: return &hm_q4_g32;
-        case GgmlType::HM_Q4_G64: return &hm_q4_g64;
-        case GgmlType::HM_Q4_G128: return &hm_q4_g128;
-    }
-    return nullptr;
-}
-
 // GGUF is little-endian on disk; assembling bytes keeps this correct on any host and makes
 // unaligned fields safe.
 uint16_t load_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
@@ -194,8 +152,6 @@ std::string printable(std::string_view s) {
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
-
-const TypeInfo* type_info(uint32_t raw_type) { return lookup_type(raw_type); }
 
 std::string_view GgufStringArray::operator[](size_t i) const {
     const uint8_t* p = base_ + offsets_[i];

@@ -7,6 +7,7 @@
 //   hmllm_bench_kernels [--batch N] [--min-time SECONDS] [--repeat N] [--type NAME]... [--json]
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,10 +49,11 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols) {
             for (size_t i = 0; i < w.size(); i += type_info(type)->type_size) set_f16(i, 0.01f);
             break;
         case GgmlType::Q4_K:
-            for (size_t i = 0; i < w.size(); i += 144) set_f16(i, 0.002f), set_f16(i + 2, 0.002f);
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ4_K))
+                set_f16(i + offsetof(BlockQ4_K, d), 0.002f), set_f16(i + offsetof(BlockQ4_K, dmin), 0.002f);
             break;
         case GgmlType::Q6_K:
-            for (size_t i = 0; i < w.size(); i += 210) set_f16(i + 208, 0.001f);
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ6_K)) set_f16(i + offsetof(BlockQ6_K, d), 0.001f);
             break;
         default: {  // HM_Q4: 4 scales per tile-group
             const size_t tgb = hm_tile_group_bytes(hm_group(type));

@@ -11,45 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hmllm/ggml_types.h"  // GgmlType and type_info(), which size the tensors
 #include "hmllm/mapped_file.h"
 #include "hmllm/status.h"
 
 namespace hmllm {
-
-// Tensor element types; values are ggml's so files from llama.cpp load unchanged.
-enum class GgmlType : uint32_t {
-    F32 = 0,
-    F16 = 1,
-    Q4_0 = 2,
-    Q4_1 = 3,
-    Q5_0 = 6,
-    Q5_1 = 7,
-    Q8_0 = 8,
-    Q8_1 = 9,
-    Q2_K = 10,
-    Q3_K = 11,
-    Q4_K = 12,
-    Q5_K = 13,
-    Q6_K = 14,
-    Q8_K = 15,
-    BF16 = 30,
-    // This project's own INT4 formats (the block layout is defined by the kernels that use them).
-    // The values sit far above anything llama.cpp assigns so the two can never collide. Until
-    // the layout is final, size computations assume one f16 scale plus packed nibbles per block.
-    HM_Q4_G32 = 1032,
-    HM_Q4_G64 = 1064,
-    HM_Q4_G128 = 1128,
-};
-
-struct TypeInfo {
-    const char* name;     // ggml's spelling, e.g. "q8_0"
-    uint32_t block_size;  // elements per block
-    uint32_t type_size;   // bytes per block
-};
-
-// nullptr for a type this runtime does not know.
-const TypeInfo* type_info(uint32_t raw_type);
-inline const TypeInfo* type_info(GgmlType type) { return type_info(static_cast<uint32_t>(type)); }
 
 // Metadata value types, numbered as in the GGUF specification.
 enum class GgufValueType : uint32_t {

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "hmllm/ggml_types.h"
+
 namespace hmllm {
 
 // A 2-D weight matrix viewed in place (from the mmap'd file): n_rows rows of n_cols elements.
@@ -33,13 +35,7 @@ constexpr int64_t kRotationBlock = 128;
 // the matmul's n_rows x 128 multiply-adds), so every kernel set sees the same rotated input.
 void hadamard_rows(float* x, int64_t n_cols, int64_t batch);
 
-// What a weight type multiplies with.
-enum class ActKind : uint32_t {
-    None = 0,  // unsupported weight type
-    F32,       // F32 / F16 weights: the floats themselves
-    Q8_32,     // Q4_0 / Q5_0 / Q8_0 / HM_Q4_*: int8 per element, float scale + int sum per 32
-    Q8_K,      // Q4_K / Q6_K: int8 per element, float scale per 256, int sum per 16
-};
+// What a weight type multiplies with (its type_info's vec_dot_type; None for unsupported types).
 ActKind activation_kind(uint32_t weight_type);
 
 // One prepared activation row, as the kernels read it.

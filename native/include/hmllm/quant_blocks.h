@@ -1,11 +1,13 @@
 // Quantized block layouts, described once. The ggml layouts are byte-exact with the blocks
 // llama.cpp writes into GGUF files (little-endian, packed, no padding), so tensors are used in
 // place from the mapped file. The HM_Q4_* types are this project's own INT4 (docs/int4-format.md).
+// Each block's size is checked against the type table (ggml_types.h) in src/ggml_types.cpp.
 #pragma once
 
 #include <cstdint>
 
 #include "hmllm/fp16.h"
+#include "hmllm/ggml_types.h"
 
 namespace hmllm {
 
@@ -17,7 +19,6 @@ struct BlockQ4_0 {
     uint16_t d;      // fp16 scale
     uint8_t qs[16];
 };
-static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block is 18 bytes");
 
 // Q5_0: 32 weights, x = (q - 16) * d with q = low nibble | (fifth bit << 4). Nibbles as Q4_0;
 // bit i of the little-endian 32-bit qh is the fifth bit of element i.
@@ -26,14 +27,12 @@ struct BlockQ5_0 {
     uint8_t qh[4];
     uint8_t qs[16];
 };
-static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block is 22 bytes");
 
 // Q8_0: 32 weights, x = q * d.
 struct BlockQ8_0 {
     uint16_t d;
     int8_t qs[32];
 };
-static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
 
 // Q4_K: 256 weights in 8 sub-blocks of 32, x = d * sc[j] * q - dmin * m[j], q in 0..15.
 // scales[12] packs eight 6-bit scales and eight 6-bit mins (see q4k_scale_min). The 128 bytes
@@ -44,7 +43,6 @@ struct BlockQ4_K {
     uint8_t scales[12];
     uint8_t qs[128];
 };
-static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block is 144 bytes");
 
 // Sub-block j's 6-bit scale and min: j < 4 in the low 6 bits of bytes j / j+4; j >= 4 split
 // between a nibble of byte j+4 and the top two bits of bytes j-4 / j.
@@ -70,7 +68,6 @@ struct BlockQ6_K {
     int8_t scales[16];
     uint16_t d;
 };
-static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
 
 // ---- HM_Q4_G32 / HM_Q4_G64 / HM_Q4_G128: symmetric INT4, one fp16 scale per row and group of
 // G = 32, 64 or 128 columns, value = (q - 8) * d, q in 0..15. Rows come in tiles of 4 (n_rows % 4 == 0, n_cols % G == 0).
@@ -82,10 +79,10 @@ static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
 //       32c + 16 + 4i + e  in the high nibble.
 // So one 16-byte load gives 4 rows x 4 columns, the operand of vdotq_laneq_s32 that puts row r
 // in lane r; a tile-group is 4 * (2 + G/2) bytes, the same 2 + G/2 bytes per row and group
-// that gguf_reader's type table assumes.
+// that the type table (ggml_types.h) gives.
 constexpr int kHmTileRows = 4;
-// Group size G of an HM type (1032 / 1064 / 1128 = HM_Q4_G32 / G64 / G128 in gguf_reader.h).
-inline constexpr int hm_group(uint32_t type) { return type == 1032 ? 32 : type == 1064 ? 64 : 128; }
+// Group size G of an HM type: its block size in the type table.
+inline int hm_group(uint32_t type) { return static_cast<int>(type_info(type)->block_size); }
 inline constexpr int64_t hm_tile_group_bytes(int group) { return 8 + 2 * group; }
 // Byte offset and nibble shift of (row r of the tile, column col of the group) in a tile-group.
 inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {

@@ -7,27 +7,11 @@
 #include <mutex>
 
 #include "hmllm/cpu_features.h"
-#include "hmllm/gguf_reader.h"
+#include "hmllm/ggml_types.h"
 #include "kernel_table.h"
 
 namespace hmllm {
 namespace kern {
-
-int slot_of(uint32_t type) {
-    switch (static_cast<GgmlType>(type)) {
-        case GgmlType::F32: return kF32;
-        case GgmlType::F16: return kF16;
-        case GgmlType::Q4_0: return kQ4_0;
-        case GgmlType::Q5_0: return kQ5_0;
-        case GgmlType::Q8_0: return kQ8_0;
-        case GgmlType::Q4_K: return kQ4_K;
-        case GgmlType::Q6_K: return kQ6_K;
-        case GgmlType::HM_Q4_G32: return kHm32;
-        case GgmlType::HM_Q4_G64: return kHm64;
-        case GgmlType::HM_Q4_G128: return kHm128;
-        default: return -1;
-    }
-}
 
 namespace {
 
@@ -106,34 +90,44 @@ const KernelSet& active() {
 
 using namespace kern;
 
-// The HM types are in gguf_reader's type table as blocks of G columns of 2 + G/2 bytes per row,
-// so one formula serves every type.
+namespace {
+// The type's table entry if this runtime has kernels for it, else nullptr.
+const TypeInfo* computable(uint32_t type) {
+    const TypeInfo* t = type_info(type);
+    return t != nullptr && t->kernel >= 0 ? t : nullptr;
+}
+}  // namespace
+
+// The HM types are in the table as blocks of G columns of 2 + G/2 bytes per row, so one formula
+// serves every type.
 size_t row_bytes(uint32_t type, int64_t n_cols) {
-    const TypeInfo* info = type_info(type);
-    if (info == nullptr || slot_of(type) < 0 || n_cols < 0 || n_cols % info->block_size != 0) return 0;
+    const TypeInfo* info = computable(type);
+    if (info == nullptr || n_cols < 0 || n_cols % info->block_size != 0) return 0;
     return static_cast<size_t>(n_cols / info->block_size) * info->type_size;
 }
 
 int64_t row_granularity(uint32_t type) {
-    const int s = slot_of(type);
-    return (s == kHm32 || s == kHm64 || s == kHm128) ? kHmTileRows : 1;
+    const TypeInfo* info = type_info(type);
+    return info ? info->tile_rows : 1;
 }
 
-bool kernel_supported(uint32_t type) { return slot_of(type) >= 0; }
+bool kernel_supported(uint32_t type) { return computable(type) != nullptr; }
 
 void matmul(const MatView& w, const Activations& act, float* y, int64_t y_stride, int64_t r0,
             int64_t r1) {
-    const int s = slot_of(w.type);
-    if (s < 0 || act.kind() != activation_kind(w.type) || act.n_cols() != w.n_cols) {
+    const TypeInfo* info = computable(w.type);
+    if (info == nullptr || act.kind() != info->vec_dot_type || act.n_cols() != w.n_cols) {
         std::fprintf(stderr, "hmllm: matmul of type %u with activations prepared for another type\n",
                      w.type);
         std::abort();
     }
     if (r1 <= r0) return;
-    active().mm[s](w, act, y, y_stride, r0, r1);
+    active().mm[info->kernel](w, act, y, y_stride, r0, r1);
 }
 
-void dequantize_row(const MatView& w, int64_t row, float* dst) { dequantize_row_scalar(w, row, dst); }
+void dequantize_row(const MatView& w, int64_t row, float* dst) {
+    if (const TypeInfo* info = computable(w.type)) info->to_float(w.data, row, w.n_cols, dst);
+}
 
 void hadamard_rows(float* x, int64_t n_cols, int64_t batch) {
     // The butterflies of stages 1, 2 and 4 stay inside runs of 8 and are written out; from stage 8

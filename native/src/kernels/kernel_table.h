@@ -38,8 +38,8 @@
 namespace hmllm {
 namespace kern {
 
+// A type's matmul in each set: mm[TypeInfo::kernel] (the type table names the slot of each type).
 enum Slot : int { kF32, kF16, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kHm32, kHm64, kHm128, kSlotCount };
-int slot_of(uint32_t type);  // -1 for unsupported types
 
 using MatmulFn = void (*)(const MatView& w, const Activations& act, float* y, int64_t y_stride,
                           int64_t r0, int64_t r1);
@@ -56,7 +56,16 @@ void fill_neon(KernelSet* ks);
 void fill_neon_dotprod(KernelSet* ks);
 void fill_neon_i8mm(KernelSet* ks);
 
-void dequantize_row_scalar(const MatView& w, int64_t row, float* y);
+// The type table's to_float: row `row` of a matrix of n columns at m, the scalar reference.
+void to_float_f32(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_f16(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q4_0(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q5_0(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q8_0(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y);
+template <int G>  // defined for G = 32, 64, 128
+void to_float_hm(const uint8_t* m, int64_t row, int64_t n, float* y);
 
 // Scalar reference dots (the canonical order written out plainly).
 float dot_q8_0_ref(const uint8_t* w, const ActRow& a, int64_t n);

@@ -5,25 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hmllm/gguf_reader.h"
+#include "hmllm/ggml_types.h"
 #include "kernel_table.h"
 
 namespace hmllm {
 
 ActKind activation_kind(uint32_t weight_type) {
-    switch (static_cast<GgmlType>(weight_type)) {
-        case GgmlType::F32:
-        case GgmlType::F16: return ActKind::F32;
-        case GgmlType::Q4_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q8_0:
-        case GgmlType::HM_Q4_G32:
-        case GgmlType::HM_Q4_G64:
-        case GgmlType::HM_Q4_G128: return ActKind::Q8_32;
-        case GgmlType::Q4_K:
-        case GgmlType::Q6_K: return ActKind::Q8_K;
-        default: return ActKind::None;
-    }
+    const TypeInfo* t = type_info(weight_type);
+    return t ? t->vec_dot_type : ActKind::None;
 }
 
 namespace {
@@ -107,7 +96,7 @@ ActRow Activations::row(int64_t b) const {
 namespace kern {
 namespace {
 
-// ---- to_float, one row
+// ---- dequantization of whole blocks (rows of the ggml types are contiguous blocks)
 
 void deq_f32(const uint8_t* w, int64_t n, float* y) { std::memcpy(y, w, n * sizeof(float)); }
 
@@ -316,37 +305,41 @@ void dot4_hm_ref(const uint8_t* tile, const ActRow& a, int64_t n, int group, flo
     }
 }
 
-void dequantize_row_scalar(const MatView& w, int64_t row, float* y) {
-    const int64_t n = w.n_cols;
-    const uint8_t* p = w.data + row * row_bytes(w.type, n);
-    switch (slot_of(w.type)) {
-        case kF32: deq_f32(p, n, y); return;
-        case kF16: deq_f16(p, n, y); return;
-        case kQ4_0: deq_q4_0(p, n, y); return;
-        case kQ5_0: deq_q5_0(p, n, y); return;
-        case kQ8_0: deq_q8_0(p, n, y); return;
-        case kQ4_K: deq_q4_k(p, n, y); return;
-        case kQ6_K: deq_q6_k(p, n, y); return;
-        case kHm32:
-        case kHm64:
-        case kHm128: {
-            const int g = hm_group(w.type);
-            const uint8_t* tile = w.data + (row / 4) * 4 * row_bytes(w.type, n);
-            const int r = static_cast<int>(row % 4);
-            for (int64_t k = 0; k < n / g; ++k) {
-                const uint8_t* tg = tile + k * hm_tile_group_bytes(g);
-                const float d = fp16_to_fp32(load_u16(tg + 2 * r));
-                for (int col = 0; col < g; ++col) {
-                    int byte, shift;
-                    hm_nibble_pos(r, col, &byte, &shift);
-                    y[k * g + col] = (((tg[byte] >> shift) & 0xF) - 8) * d;
-                }
-            }
-            return;
+// ---- the type table's to_float: one row of a matrix
+
+namespace {
+const uint8_t* row_start(GgmlType t, const uint8_t* m, int64_t row, int64_t n) {
+    return m + row * row_bytes(static_cast<uint32_t>(t), n);
+}
+}  // namespace
+
+void to_float_f32(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_f32(row_start(GgmlType::F32, m, row, n), n, y); }
+void to_float_f16(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_f16(row_start(GgmlType::F16, m, row, n), n, y); }
+void to_float_q4_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q4_0(row_start(GgmlType::Q4_0, m, row, n), n, y); }
+void to_float_q5_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q5_0(row_start(GgmlType::Q5_0, m, row, n), n, y); }
+void to_float_q8_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q8_0(row_start(GgmlType::Q8_0, m, row, n), n, y); }
+void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q4_k(row_start(GgmlType::Q4_K, m, row, n), n, y); }
+void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q6_k(row_start(GgmlType::Q6_K, m, row, n), n, y); }
+
+// HM rows are interleaved in 4-row tiles: row r of a tile is one nibble lane of each tile-group.
+template <int G>
+void to_float_hm(const uint8_t* m, int64_t row, int64_t n, float* y) {
+    const int64_t tgb = hm_tile_group_bytes(G);
+    const uint8_t* tile = m + (row / kHmTileRows) * (n / G) * tgb;
+    const int r = static_cast<int>(row % kHmTileRows);
+    for (int64_t k = 0; k < n / G; ++k) {
+        const uint8_t* tg = tile + k * tgb;
+        const float d = fp16_to_fp32(load_u16(tg + 2 * r));
+        for (int col = 0; col < G; ++col) {
+            int byte, shift;
+            hm_nibble_pos(r, col, &byte, &shift);
+            y[k * G + col] = (((tg[byte] >> shift) & 0xF) - 8) * d;
         }
-        default: return;
     }
 }
+template void to_float_hm<32>(const uint8_t*, int64_t, int64_t, float*);
+template void to_float_hm<64>(const uint8_t*, int64_t, int64_t, float*);
+template void to_float_hm<128>(const uint8_t*, int64_t, int64_t, float*);
 
 void fill_scalar(KernelSet* ks) {
     ks->mm[kF32] = matmul_rows<dot_f32>;
