@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_hmbuild
-from hmbuild import api_schema
-from hmbuild.api_schema import known_symbols, load_api, render_index_dts, render_napi_init, write_project_api
+from hmbuild.config import api_schema
+from hmbuild.config.api_schema import known_symbols, load_api, render_index_dts, render_napi_init, write_project_api
 from hmbuild.errors import HmbuildError
-from hmbuild.generator import new_project
-from hmbuild.project import load_project
+from hmbuild.scaffold.generator import new_project
+from hmbuild.config.project import load_project
 
 SHIPPED = REPO / "templates/project/api.toml"
 NAPI_DIR = REPO / "native/napi"

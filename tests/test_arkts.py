@@ -5,8 +5,8 @@ import shutil
 import pytest
 
 from conftest import run_hmbuild
-from hmbuild.arkts_lint import lint_files, lint_project, project_ets_files
-from hmbuild.generator import new_project
+from hmbuild.build.arkts_lint import lint_files, lint_project, project_ets_files
+from hmbuild.scaffold.generator import new_project
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 

@@ -23,7 +23,7 @@ def project(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def model():
-    from hmbuild.models import fetch_model
+    from hmbuild.model.catalog import fetch_model
     return fetch_model()
 
 

@@ -12,8 +12,8 @@ from gguf import GGMLQuantizationType as Q
 from conftest import run_hmbuild
 from tiny_models import TinyConfig, reference_logits, write_tiny_model
 
-from hmbuild import gptq
-from hmbuild.int4_format import dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes
+from hmbuild.model import gptq
+from hmbuild.model.int4_format import dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes
 
 ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": "2"}
 
@@ -76,7 +76,7 @@ def test_inputs_that_never_fire_and_bad_shapes():
 def test_a_shared_input_is_prepared_once(tmp_path, monkeypatch):
     """Q, K and V share one input; in file order attn_output can come between them. Each moment
     file is factorised once, and the factor of the tensors between is the right one."""
-    from hmbuild.quantize import Calibration
+    from hmbuild.model.quantize import Calibration
 
     rng = np.random.default_rng(4)
     for site, n in (("attn_in", 32), ("attn_out", 16)):
@@ -97,8 +97,8 @@ def test_a_shared_input_is_prepared_once(tmp_path, monkeypatch):
 def test_a_rotated_matrix_is_rounded_for_its_rotated_inputs(tmp_path):
     """A matrix stored as W·R sees R·x: its factor comes from R·H·R, kept apart from the plain one,
     and rounding W·R with it moves (W·R)(R·x) = W·x less than rounding it for H would."""
-    from hmbuild.int4_format import rotate_columns, rotate_moments
-    from hmbuild.quantize import Calibration
+    from hmbuild.model.int4_format import rotate_columns, rotate_moments
+    from hmbuild.model.quantize import Calibration
 
     rng = np.random.default_rng(5)
     x = correlated_inputs(rng, 128, n=2048)
@@ -184,7 +184,7 @@ def test_quantize_calibrate_end_to_end(project, tiny, tmp_path):
     hm = res["tensors"]["HM_Q4_G32"]
     # o, gate, up and down per layer and the output matrix; the untied embedding (only looked up) is not.
     assert res["calibrated_tensors"] == 4 * cfg.n_layers + 1 and hm == res["calibrated_tensors"] + 1
-    assert res["calibration"]["text_tokens"] == 200 and res["added_keys"]["hmbuild.quantize.calibration_tokens"] >= 200
+    assert res["calibration"]["text_tokens"] == 200 and res["added_keys"]["hmbuild.model.quantize.calibration_tokens"] >= 200
     # The calibrated file runs in the engine and stays close to the source on the calibrated inputs.
     plain = tmp_path / "plain.gguf"
     run_hmbuild("quantize", str(path), str(plain), "--scheme", "int4-g32", check=True)

@@ -20,10 +20,13 @@ import yaml
 from conftest import REPO, run_hmbuild
 from test_cli import assert_clean_error
 
-from hmbuild import builder, ci, models, node_tools
+from hmbuild.build import builder
 from hmbuild.cli import cli
 from hmbuild.errors import HmbuildError
-from hmbuild.targets import find_ohos_sdk
+from hmbuild.model import catalog as models
+from hmbuild.scaffold import ci, ci_switch
+from hmbuild.targets import node as node_tools
+from hmbuild.targets.target import find_ohos_sdk
 
 GITHUB, GITLAB = ".github/workflows/ci.yml", ".gitlab-ci.yml"
 SCHEMAS = {GITHUB: "vendor.github-workflows", GITLAB: "vendor.gitlab-ci"}
@@ -393,17 +396,17 @@ def test_provider_none_removes_hmbuilds_ci_file_also_in_a_project_without_a_reco
     root = tmp_path / "p"
     run_hmbuild("new", str(root), "--ci", "gitlab", check=True)
     (root / ".hmbuild/base.tar.gz").unlink()  # as a project from before hmbuild recorded its render
-    result = ci.write_ci(root, "none")
+    result = ci_switch.write_ci(root, "none")
     assert (result.written, result.removed) == ([], [GITLAB]) and not (root / GITLAB).exists()
     assert GITLAB not in json.loads((root / ".hmbuild/generated.json").read_text())["files"]
     assert tomllib.loads((root / "hmbuild.toml").read_text())["project"]["ci"] == "none"
     with pytest.raises(HmbuildError, match="Unknown CI provider"):
-        ci.write_ci(root, "jenkins")
+        ci_switch.write_ci(root, "jenkins")
 
 
 def test_git_ignores_what_the_ci_writes_into_the_project(projects):
     """The caches, reports and SDK download the jobs leave in the checkout are never committed."""
-    from hmbuild import ci
+    from hmbuild.scaffold import ci
 
     for provider in ("github", "gitlab"):
         ignored = (projects / provider / ".gitignore").read_text().splitlines()

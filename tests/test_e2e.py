@@ -168,7 +168,7 @@ def test_plain_cmake_builds_and_tests_the_project_without_hmbuild(project, tmp_p
     cpp = project / "src/main/cpp"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HMBUILD")}
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env["PATH"]])
-    from hmbuild.node_tools import napi_headers_dir
+    from hmbuild.targets.node import napi_headers_dir
     headers = napi_headers_dir()
     run = lambda *cmd: subprocess.run(cmd, cwd=cpp, env=env, capture_output=True, text=True)
     conf = run("cmake", "--preset", "host-release", f"-DNODE_API_HEADERS_DIR={headers}")

@@ -199,7 +199,7 @@ def test_bad_input_is_one_sentence(project, models, tmp_path):
 
 
 def test_the_default_text_is_shipped_and_used(project, models):
-    from hmbuild.evaluate import default_text
+    from hmbuild.model.evaluate import default_text
 
     words = default_text().read_text(encoding="utf-8").split()
     assert 600 <= len(words) <= 900
@@ -216,7 +216,7 @@ def test_the_wheel_carries_the_default_text(tmp_path):
 
     (wheel,) = tmp_path.glob("hmbuild-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "hmbuild/data/eval_en.txt" in names and "hmbuild/data/calib_en.txt" in names
+    assert "hmbuild/model/data/eval_en.txt" in names and "hmbuild/model/data/calib_en.txt" in names
 
 
 @pytest.mark.arm64

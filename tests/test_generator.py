@@ -6,9 +6,9 @@ import tomllib
 import jinja2
 import pytest
 
-from hmbuild import generator
+from hmbuild.scaffold import generator
 from hmbuild.errors import HmbuildError
-from hmbuild.generator import new_project, render_tree, validate_name
+from hmbuild.scaffold.generator import new_project, render_tree, validate_name
 
 
 def test_new_renders_a_deveco_har_module(tmp_path):
@@ -83,7 +83,9 @@ def test_templates_use_strict_undefined(tmp_path, monkeypatch):
     tpl = tmp_path / "templates" / "broken"
     tpl.mkdir(parents=True)
     (tpl / "x.txt.j2").write_text("{{ not_given }}")
-    monkeypatch.setattr(generator, "templates_dir", lambda: tmp_path / "templates")
+    for needed in ("project", "api"):  # what HMBUILD_TEMPLATES_DIR must hold
+        (tmp_path / "templates" / needed).mkdir()
+    monkeypatch.setenv("HMBUILD_TEMPLATES_DIR", str(tmp_path / "templates"))
     with pytest.raises(jinja2.UndefinedError):
         render_tree("broken", tmp_path / "out", {"name": "n"})
 
@@ -102,7 +104,7 @@ import json5
 from click.testing import CliRunner
 
 from hmbuild.cli import cli
-from hmbuild.generator import BASE, MANIFEST
+from hmbuild.scaffold.generator import BASE, MANIFEST
 
 HOSTILE_NAMES = [
     'a"b', "a'b", "a\\b", "a\nb", "a\rb", "a\x1bb", "$(rm -rf ~)", "`id`", '"; system("x"); //', "x;y", "a b",

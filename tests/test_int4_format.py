@@ -5,7 +5,7 @@ import gguf
 import numpy as np
 import pytest
 
-from hmbuild.int4_format import (GGML_TYPE, ROTATION_BLOCK, rotate_columns, rotate_moments, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4,
+from hmbuild.model.int4_format import (GGML_TYPE, ROTATION_BLOCK, rotate_columns, rotate_moments, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4,
                                  quantize_hm_q4_codes, register_with_gguf, tensor_bytes)
 
 

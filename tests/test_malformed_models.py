@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import REPO, run_hmbuild
-from hmbuild.node_tools import node_for
-from hmbuild.targets import resolve_target
+from hmbuild.targets.node import node_for
+from hmbuild.targets.target import resolve_target
 from malformed_models import FORGED, write_corpus
 
 pytestmark = pytest.mark.e2e

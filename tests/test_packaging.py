@@ -15,7 +15,7 @@ def test_wheel_ships_templates_toolchains_and_native(tmp_path):
     assert proc.returncode == 0, proc.stderr
     wheel = next(tmp_path.glob("hmbuild-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("hmbuild/cli.py",
+    for needed in ("hmbuild/cli/__init__.py",
                    "hmbuild/_data/templates/project/hmbuild.toml.j2",
                    "hmbuild/_data/templates/project/src/main/cpp/CMakeLists.txt.j2",
                    "hmbuild/_data/toolchains/settings_user.yml",

@@ -191,9 +191,9 @@ def test_a_missing_module_file_is_refused(project):
 
 
 def test_a_failed_write_keeps_the_previous_har_and_leaves_no_temporary_file(project, monkeypatch):
-    from hmbuild import packaging
+    from hmbuild.build import har as packaging
     from hmbuild.errors import HmbuildError
-    from hmbuild.project import load_project
+    from hmbuild.config.project import load_project
 
     place_library(project, "ohos-arm64", fake_elf(183))
     proj = load_project(project)
@@ -213,7 +213,7 @@ def test_a_failed_write_keeps_the_previous_har_and_leaves_no_temporary_file(proj
 
 def test_read_json5_accepts_comments_and_trailing_commas_and_refuses_the_rest(tmp_path):
     from hmbuild.errors import HmbuildError
-    from hmbuild.packaging import read_json5
+    from hmbuild.build.har import read_json5
 
     f = tmp_path / "a.json5"
     f.write_text('{\n  // c\n  "a": "x // not a comment", /* b */\n  "b": [1, 2,],\n}\n')

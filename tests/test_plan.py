@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import run_hmbuild
-from hmbuild import plan as P
+from hmbuild.model import plan as P
 from hmbuild.errors import HmbuildError
-from hmbuild.int4_format import register_with_gguf
+from hmbuild.model.int4_format import register_with_gguf
 
 GB = 10**9
 THREE_B = dict(params="3B", layers=32, kv_heads=8, head_dim=128, vocab=128256)
@@ -21,7 +21,7 @@ THREE_B_FLAGS = ["--params", "3B", "--layers", "32", "--kv-heads", "8", "--head-
 
 @pytest.fixture(scope="module")
 def gemma():
-    from hmbuild.models import fetch_model
+    from hmbuild.model.catalog import fetch_model
 
     try:
         return fetch_model()
@@ -275,7 +275,7 @@ def test_gemma_context_is_capped_at_its_training_context(gemma):
 
 
 def test_gemma_requantised_estimate_equals_what_hmbuild_quantize_plans(gemma, stock_reader):
-    quantize = pytest.importorskip("hmbuild.quantize")
+    quantize = pytest.importorskip("hmbuild.model.quantize")
     r = stock_reader
     for group in (128, 64, 32):
         planned = sum(t.nbytes for t in quantize.plan_tensors(r, group, []))

@@ -15,8 +15,8 @@ from conftest import REPO, run_hmbuild
 from tiny_models import TinyConfig, TinyWriter, reference_logits, write_tiny_model
 
 from hmbuild.errors import HmbuildError
-from hmbuild.int4_format import GGML_TYPE, dequantize_hm_q4, register_with_gguf, rotate_columns, rotated_tensors
-from hmbuild.quantize import parse_keep, quantize_model
+from hmbuild.model.int4_format import GGML_TYPE, dequantize_hm_q4, register_with_gguf, rotate_columns, rotated_tensors
+from hmbuild.model.quantize import parse_keep, quantize_model
 
 register_with_gguf()
 HM = {g: t for g, t in GGML_TYPE.items()}
@@ -218,8 +218,8 @@ def test_metadata_is_copied_and_marked(tmp_path):
     assert rb.fields["general.architecture"].contents() == "gemma3"
     assert rb.fields["tokenizer.ggml.tokens"].contents()[:4] == ["<pad>", "<eos>", "<bos>", "<unk>"]
     assert rb.fields["general.quantized_by"].contents().startswith("hmbuild ")
-    assert rb.fields["hmbuild.quantize.scheme"].contents() == "int4-g64"
-    assert rb.fields["hmbuild.quantize.keep"].contents() == "q8_0:blk.0.*"
+    assert rb.fields["hmbuild.model.quantize.scheme"].contents() == "int4-g64"
+    assert rb.fields["hmbuild.model.quantize.keep"].contents() == "q8_0:blk.0.*"
     assert "general.file_type" not in rb.fields  # no llama_ftype names an HM_Q4 mixture
     assert r.metadata_keys == len([n for n in ra.fields if not n.startswith(skip)]) - 1  # minus the architecture
 
@@ -372,7 +372,7 @@ def test_unsupported_source_type_is_refused(tmp_path):
 
 
 def test_interrupt_while_writing_leaves_nothing(tmp_path, monkeypatch):
-    import hmbuild.quantize as hq
+    import hmbuild.model.quantize as hq
 
     _, _, src = tiny(tmp_path, "llama", Q.F32)
     calls = []

@@ -1,7 +1,7 @@
 """Parsing test results from structured output only (TAP, JUnit), whatever qemu prints."""
 import pytest
 
-from hmbuild.runners import parse_junit, parse_tap
+from hmbuild.build.runners import parse_junit, parse_tap
 
 TAP = """TAP version 13
 # Subtest: loads
@@ -41,7 +41,7 @@ def test_a_crashed_hmllm_run_is_named_by_its_signal(tmp_path, monkeypatch):
     """`hmbuild run` on a tool that aborts says which signal ended it, not 'exit status -6'."""
     import types
 
-    from hmbuild import runners
+    from hmbuild.build import runners
     from hmbuild.errors import HmbuildError
 
     tool = tmp_path / "hmllm" / "hmllm_run"
@@ -56,7 +56,7 @@ def test_a_crashed_hmllm_run_is_named_by_its_signal(tmp_path, monkeypatch):
     monkeypatch.setattr(runners, "_test_env", lambda t, m, c: None)
     build = types.SimpleNamespace(build_dir=tmp_path)
     with pytest.raises(HmbuildError, match=r"crashed with SIGABRT \(signal 6\)"):
-        runners.run_model(None, target, build, model, [], None, True)
+        runners.run_model(None, target, build, model, runners.RunOptions(prompt="x"), None, True)
 
 
 def test_junit_from_ctest(tmp_path):

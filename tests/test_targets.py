@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from hmbuild.builder import render_host_profile
+from hmbuild.build.builder import render_host_profile
 from hmbuild.errors import HmbuildError
-from hmbuild.targets import TARGET_NAMES, find_ohos_sdk, plain_cmake_presets, resolve_target
+from hmbuild.targets.target import TARGET_NAMES, find_ohos_sdk, plain_cmake_presets, resolve_target
 
 
 def test_unknown_target_is_refused_with_the_list_of_targets():

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 
 from conftest import REPO
 from test_generator import fail_the_nth_move
-from hmbuild import generator
+from hmbuild.scaffold import generator
 from hmbuild.cli import cli
 from hmbuild.errors import HmbuildError
-from hmbuild.generator import BASE, MANIFEST, new_project
-from hmbuild.update import update_project
+from hmbuild.scaffold.generator import BASE, MANIFEST, new_project
+from hmbuild.scaffold.update import update_project
 
 MINE = "// my own line\n"
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import elf_machine, run_hmbuild
-from hmbuild.builder import render_host_profile, tool_path
+from hmbuild.build.builder import render_host_profile, tool_path
 from hmbuild.errors import HmbuildError
-from hmbuild.models import model_path
-from hmbuild.node_tools import arm64_node
-from hmbuild.targets import find_zig, resolve_target
+from hmbuild.model.catalog import model_path
+from hmbuild.targets.node import arm64_node
+from hmbuild.targets.target import find_zig, resolve_target
 
 needs_zig = pytest.mark.skipif(find_zig() is None, reason="zig is not installed (pip install ziglang)")
 ZIG = {"HMBUILD_ARM64_TOOLCHAIN": "zig"}

@@ -11,7 +11,7 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def shipped_text(name: str, what: str, option: str) -> Path:
-    """hmbuild/data/NAME, or one sentence if the installation lost it."""
+    """hmbuild/model/data/NAME, or one sentence if the installation lost it."""
     path = DATA / name
     if not path.is_file():
         raise HmbuildError(f"hmbuild's default {what} text {path} is missing; reinstall hmbuild or pass {option} FILE.")

@@ -16,10 +16,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 
 from hmbuild.errors import HmbuildError
-from hmbuild.resources import templates_dir
+from hmbuild.templating import code_environment
 
 DEFAULT_API_FILE = "api.toml"
 NAPI_INIT = "src/main/cpp/napi_init.cpp"
@@ -413,17 +412,6 @@ def known_symbols(napi_dir: Path) -> dict[str, str]:
 
 # ---- rendering
 
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir() / "api")),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
 def _wrap(text: str, width: int = COMMENT_WIDTH) -> list[str]:
     return textwrap.wrap(text, width - 3, break_long_words=False, break_on_hyphens=False)
 
@@ -478,7 +466,7 @@ def render_index_dts(api: Api, name: str) -> str:
     if api.errors:
         errors = "Errors are Error objects with a `code`: " + ", ".join(
             f"{e.code} ({e.doc})" if e.doc else e.code for e in api.errors) + "."
-    return _environment().get_template("Index.d.ts.j2").render(
+    return code_environment().get_template("api/Index.d.ts.j2").render(
         name=name, api_file=api.source.name, intro=_wrap(intro), errors=_wrap(errors),
         interfaces=[{"name": i.name, "extends": i.extends, "doc": _doc_lines(i.doc),
                      "fields": [{"doc": _doc_lines(f.doc, "  "), "decl": f"  {f.name}{'?' if f.optional else ''}: {f.type};"}
@@ -490,7 +478,7 @@ def render_index_dts(api: Api, name: str) -> str:
 
 def render_napi_init(api: Api, name: str, symbols: dict[str, str]) -> str:
     headers = sorted({symbols[f.symbol] for f in api.functions}, key=lambda h: (h != "hmllm_napi.h", h))
-    return _environment().get_template("napi_init.cpp.j2").render(
+    return code_environment().get_template("api/napi_init.cpp.j2").render(
         name=name, api_file=api.source.name, headers=headers, functions=api.functions)
 
 
@@ -565,3 +553,27 @@ def regenerate_if_stale(project) -> list[ApiFile]:
     if not stale:
         return []
     return write_project_api(project.root, project.name, api_file_of(project), only=stale)
+
+
+# ---- argument limits
+
+@dataclass(frozen=True)
+class Limit:
+    """The range an option of the exported API accepts; the NAPI glue, Index.d.ts and the CLI's
+    click ranges are all made from it."""
+    lo: float
+    hi: float
+    integer: bool
+
+
+# Provisional: the values hmllm_napi.cpp checks today, until api.toml carries them.
+_LIMITS = {
+    "threads": Limit(0, 64, True), "contextSize": Limit(16, 1 << 17, True), "maxPending": Limit(0, 64, True),
+    "timeoutMs": Limit(1, 3600000, True), "maxTokens": Limit(1, 65536, True), "temperature": Limit(0, 100, False),
+    "topK": Limit(0, 1 << 20, True), "topP": Limit(0, 1, False),
+}
+
+
+def limit(field: str) -> Limit:
+    """The limits of one option field of the exported API (e.g. "contextSize")."""
+    return _LIMITS[field]

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from hmbuild.builder import BuildResult
+from hmbuild.build.builder import BuildResult
 from hmbuild.errors import HmbuildError
-from hmbuild.project import Project
-from hmbuild.runners import built_tool, ensure_runnable, run_progress_tool
-from hmbuild.targets import Target
-from hmbuild.texts import check_text, shipped_text
+from hmbuild.config.project import Project
+from hmbuild.build.runners import built_tool, ensure_runnable, run_progress_tool
+from hmbuild.targets.target import Target
+from hmbuild.model.texts import check_text, shipped_text
 
 TOOL = "hmllm_calibrate"
 DEFAULT_TOKENS = 4096  # text positions measured; more costs time (the whole model runs on each)
@@ -78,3 +78,4 @@ def measure(project: Project, target: Target, build: BuildResult, model: Path, t
     return CalibrationRun(folder=out, tokens=int(data["tokens"]), text_tokens=int(data["text_tokens"]),
                           windows=int(data["windows"]), ctx=int(data["ctx"]), sites=int(data["sites"]),
                           seconds=time.monotonic() - t0)
+

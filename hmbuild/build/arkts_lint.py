@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hmbuild.errors import HmbuildError
-from hmbuild.node_tools import _npm_install
+from hmbuild.targets.node import _npm_install
 from hmbuild.resources import cache_dir
 
 OHOS_TYPESCRIPT = "ohos-typescript@4.9.5-r9"

@@ -3,7 +3,7 @@
 Each target and build type has its own folder, build/<target>-<type>/ (CMake binary dir) with
 conan/ inside it (Conan's generated toolchain). Conan and CMake configure only run again when
 their inputs changed; after that Ninja decides, so a second build with no change does no work.
-With a Conan remote (hmbuild.runtime_package) the runtime comes from its shared Conan package
+With a Conan remote (hmbuild.build.runtime_package) the runtime comes from its shared Conan package
 instead of being compiled here; with ccache on PATH every compile goes through it.
 """
 
@@ -18,15 +18,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
 from hmbuild import __version__
-from hmbuild.api_schema import regenerate_if_stale
+from hmbuild.config.api_schema import regenerate_if_stale
 from hmbuild.errors import HmbuildError
-from hmbuild.node_tools import napi_headers_dir
-from hmbuild.project import Project
-from hmbuild.resources import cache_dir, toolchains_dir
-from hmbuild.targets import Target
+from hmbuild.targets.node import napi_headers_dir
+from hmbuild.config.project import Project
+from hmbuild.build.tools import (ccache_launcher, conan_home, ensure_conan_home, run_step, tool_env,  # noqa: F401
+                                  tool_path)
+from hmbuild.resources import cache_dir
+from hmbuild.templating import environment
+from hmbuild.targets.target import Target
 
 
 @dataclass(frozen=True)
@@ -61,77 +62,9 @@ class BuildResult:
         }
 
 
-def tool_env() -> dict[str, str]:
-    """Environment for Conan/CMake/Ninja: the Python environment's bin first (the pinned cmake
-    and ninja wheels live there even when the venv is not activated) and hmbuild's Conan home."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["CONAN_HOME"] = str(conan_home())
-    return env
-
-
-def conan_home() -> Path:
-    # hmbuild's own Conan home, so the user's ~/.conan2 settings and profiles are left alone.
-    return Path(os.environ.get("HMBUILD_CONAN_HOME") or cache_dir() / "conan")
-
-
-def tool_path(name: str) -> str:
-    """The path of a build tool (conan, cmake, ninja, ctest) on tool_env()'s PATH, the pinned one first."""
-    path = shutil.which(name, path=tool_env()["PATH"])
-    if path is None:
-        raise HmbuildError(f"{name} was not found; reinstall hmbuild (`pip install hmbuild`) to get the pinned {name}.")
-    return path
-
-
-def ccache_launcher() -> str | None:
-    """ccache's path when it is on PATH and HMBUILD_CCACHE is not 0: every compile then goes through it."""
-    if os.environ.get("HMBUILD_CCACHE") == "0":
-        return None
-    return shutil.which("ccache")
-
-
-def run_step(cmd: list[str], log: Path, what: str, cwd: Path | None = None, env: dict | None = None,
-             verbose: bool = False) -> str:
-    """Run one build step, its output kept in `log`; a failure gives Conan's own error sentence when
-    there is one, else shows the tail and says where the rest is."""
-    env = env or tool_env()
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write(f"$ {' '.join(cmd)}\n")
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace")
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write(proc.stdout)
-    if verbose:
-        sys.stderr.write(proc.stdout)
-    if proc.returncode != 0:
-        conan_errors = [line.removeprefix("ERROR: ") for line in proc.stdout.splitlines() if line.startswith("ERROR: ")]
-        if conan_errors:
-            raise HmbuildError(f"{what} failed: {conan_errors[-1].rstrip('.')} (the full log is {log}).")
-        tail = "\n".join(proc.stdout.rstrip().splitlines()[-25:])
-        sys.stderr.write(tail + "\n")
-        raise HmbuildError(f"{what} failed (exit {proc.returncode}); the full log is {log}.")
-    return proc.stdout
-
-
-def ensure_conan_home() -> Path:
-    home = conan_home()
-    home.mkdir(parents=True, exist_ok=True)
-    src = toolchains_dir() / "settings_user.yml"
-    dst = home / "settings_user.yml"
-    if not dst.exists() or dst.read_bytes() != src.read_bytes():
-        shutil.copyfile(src, dst)
-    if not (home / "profiles" / "default").exists():
-        log = home / "hmbuild-detect.log"
-        run_step([tool_path("conan"), "profile", "detect", "--exist-ok"], log,
-                 "Detecting the build machine's Conan profile")
-    return home
-
-
 def render_host_profile(target: Target, build_type: str) -> str:
     name = {"host": "host", "linux-arm64": "linux-arm64"}.get(target.name, "ohos")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(toolchains_dir() / "profiles")),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    return env.get_template(f"{name}.profile.j2").render(target=target, build_type=build_type)
+    return environment().get_template(f"profiles/{name}.profile.j2").render(target=target, build_type=build_type)
 
 
 def _write_if_changed(path: Path, text: str) -> bool:
@@ -169,7 +102,7 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
     """Builds lib<name>.so. `remote` (default: HMBUILD_REMOTE, then hmbuild.toml [build] remote) is
     the Conan remote the runtime's binary is shared through; without one the runtime is compiled
     from the vendored sources, as plain CMake and DevEco Studio do."""
-    from hmbuild import runtime_package
+    from hmbuild.build import runtime_package
 
     regenerate_if_stale(project)  # an edited api.toml reaches napi_init.cpp and Index.d.ts before compiling
     target.require_buildable()

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from hmbuild.builder import BuildResult
+from hmbuild.build.builder import BuildResult
 from hmbuild.errors import HmbuildError
-from hmbuild.project import Project
-from hmbuild.runners import check_cpu, ensure_runnable, run_progress_tool
-from hmbuild.targets import Target
+from hmbuild.config.project import Project
+from hmbuild.build.runners import check_cpu, ensure_runnable, run_progress_tool
+from hmbuild.targets.target import Target
 
 MAX_THREADS = 256
 # The project's target: peak RSS no more than the model file plus the KV cache plus this.

@@ -8,6 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from hmbuild.config.settings import validate_name  # the rule `new` applied; a hand edit must keep it
 from hmbuild.errors import HmbuildError
 
 BUILD_TYPES = ("Release", "Debug")
@@ -55,8 +56,6 @@ def load_project(directory: str | Path) -> Project:
     name = settings.get("project", {}).get("name")
     if not isinstance(name, str) or not name:
         raise HmbuildError(f"{toml_path} has no [project] name; add `name = \"...\"` under [project].")
-    from hmbuild.generator import validate_name  # the rule `new` applied; a hand edit must keep it
-
     try:
         validate_name(name)
     except HmbuildError as exc:

@@ -7,10 +7,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from hmbuild.builder import ccache_launcher, conan_home, tool_env
-from hmbuild.node_tools import arm64_node, napi_headers_dir
-from hmbuild.runtime_package import configured_remotes
-from hmbuild.targets import TARGET_NAMES, Target, resolve_target
+from hmbuild.build.builder import ccache_launcher, conan_home, tool_env
+from hmbuild.targets.node import arm64_node, napi_headers_dir
+from hmbuild.build.runtime_package import configured_remotes
+from hmbuild.targets.target import TARGET_NAMES, Target, resolve_target
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from hmbuild.builder import BuildResult, tool_env, tool_path
+from hmbuild.build.builder import BuildResult, tool_env, tool_path
 from hmbuild.errors import HmbuildError, exit_reason
-from hmbuild.node_tools import node_for
-from hmbuild.project import Project
-from hmbuild.targets import Target
+from hmbuild.targets.node import node_for
+from hmbuild.config.project import Project
+from hmbuild.config.settings import validate_intent
+from hmbuild.targets.target import Target
 
 
 @dataclass
@@ -88,7 +89,7 @@ def _test_env(target: Target, library: Path | None, cpu: str | None, model: Path
     if library:
         env["HMBUILD_LIBRARY"] = str(library)
         # tests/napi/service.test.mjs transpiles the project's ArkTS with it (pure JS: any Node).
-        from hmbuild.arkts_lint import ohos_typescript_dir
+        from hmbuild.build.arkts_lint import ohos_typescript_dir
         env["HMBUILD_OHOS_TYPESCRIPT"] = str(ohos_typescript_dir(install=True))
     env["HMBUILD_TARGET"] = target.name
     if model:
@@ -255,7 +256,51 @@ def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | N
     return TestReport(target=target.name, cpu=cpu, suites=suites, sanitize=build.sanitize, skipped=skipped)
 
 
-def run_model(project: Project, target: Target, build: BuildResult, model: Path, args: list[str],
+@dataclass(frozen=True)
+class RunOptions:
+    """What `hmbuild run` asks of hmllm_run; hmllm_run_args turns it into that tool's argv."""
+    prompt: str | None = None
+    tokens: str | None = None  # comma-separated token ids instead of a prompt
+    max_tokens: int = 32
+    threads: int = 0
+    temperature: float = 0.0
+    top_k: int = 40
+    top_p: float = 0.95
+    seed: int = 0
+    ctx: int = 2048
+    kv: str = "f16"
+    kernels: str | None = None
+    logits_out: Path | None = None
+    labels: str | None = None  # comma-separated: route the prompt to one of them
+    calibrate: bool | None = None  # None: hmbuild.toml [intent] calibrate
+
+
+def hmllm_run_args(project: Project, o: RunOptions) -> list[str]:
+    """hmllm_run's arguments (without --model and --json) for the options, with hmbuild.toml's
+    [[intent.example]] rows of the asked labels as --example when classifying."""
+    kernels = ["--kernels", o.kernels] if o.kernels else []
+    if o.labels is not None:
+        wanted = [label.strip() for label in o.labels.split(",")]
+        if not all(wanted):
+            raise HmbuildError("--classify takes comma-separated non-empty labels, e.g. alarm,weather,music,note.")
+        intent = validate_intent(project.settings.get("intent"), str(project.root / "hmbuild.toml"))
+        rows = intent["examples"] if intent else []
+        examples = [a for r in rows if r["label"] in wanted for a in ("--example", f"{r['label']}={r['text']}")]
+        args = ["--prompt", o.prompt, "--classify", ",".join(wanted), "--threads", str(o.threads), "--kv", o.kv,
+                "--ctx", str(o.ctx), *examples, *kernels]
+        if project.setting("intent", "calibrate", o.calibrate, None, False) is True:
+            args.append("--calibrate")
+        return args
+    args = ["--prompt", o.prompt] if o.prompt is not None else ["--tokens", o.tokens]
+    args += ["--max-tokens", str(o.max_tokens), "--threads", str(o.threads), "--temperature", str(o.temperature),
+             "--top-k", str(o.top_k), "--top-p", str(o.top_p), "--seed", str(o.seed), "--kv", o.kv,
+             "--ctx", str(o.ctx), *kernels]
+    if o.logits_out:
+        args += ["--logits-out", str(Path(o.logits_out).resolve())]
+    return args
+
+
+def run_model(project: Project, target: Target, build: BuildResult, model: Path, options: RunOptions,
               cpu: str | None, json_output: bool) -> tuple[int, str]:
     """Runs the project's hmllm_run tool on the target (under qemu for linux-arm64). Without JSON
     the generated text streams straight to our stdout; with JSON its one object is returned."""
@@ -266,6 +311,7 @@ def run_model(project: Project, target: Target, build: BuildResult, model: Path,
         raise HmbuildError(f"{tool} was not built; rebuild with `hmbuild build --target {target.name}`.")
     if not Path(model).is_file():
         raise HmbuildError(f"Model file {model} does not exist; fetch the test model with `hmbuild fetch-model`.")
+    args = hmllm_run_args(project, options)
     cmd = [*target.runner, str(tool), "--model", str(model), *args] + (["--json"] if json_output else [])
     env = _test_env(target, None, cpu)
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE if json_output else None, stderr=subprocess.PIPE,

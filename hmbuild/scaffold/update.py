@@ -20,10 +20,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hmbuild import generator
+from hmbuild.scaffold import generator
 from hmbuild.errors import HmbuildError
-from hmbuild.generator import BASE
-from hmbuild.project import Project, load_project
+from hmbuild.scaffold.generator import BASE
+from hmbuild.config.project import Project, load_project
 
 YOURS = "yours"
 # The lines git merge-file writes around a conflict with our labels; any left means unresolved.
@@ -202,7 +202,7 @@ def derive_api_files(project: Project, changes: list[Change], new: dict[str, byt
     again from the api.toml the update leaves (yours, merged, or hmbuild's) and the new runtime's
     NAPI headers, as `hmbuild api` would. While api.toml itself conflicts, or does not load, the
     plan is kept as it is and the build's own check (`hmbuild api --check`) speaks later."""
-    from hmbuild.api_schema import NAPI_HEADERS, api_file_of, render_project_api
+    from hmbuild.config.api_schema import NAPI_HEADERS, api_file_of, render_project_api
 
     root = project.root
     api_rel = api_file_of(project)

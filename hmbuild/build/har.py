@@ -18,26 +18,23 @@ note, package/NOT_AN_OHOS_BINARY.txt, so nobody mistakes it for something a phon
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
 import re
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hmbuild.archive import archive_bytes
+from hmbuild.config.project import Project
 from hmbuild.errors import HmbuildError
-from hmbuild.project import Project
-from hmbuild.targets import TARGET_NAMES, resolve_target
+from hmbuild.targets.target import TARGET_NAMES, resolve_target
 
 # Target -> the ABI folder a HAR uses (DevEco: libs/arm64-v8a, libs/x86_64).
 OHOS_ABIS = {"ohos-arm64": "arm64-v8a", "ohos-x86_64": "x86_64"}
 LAYOUT_CHECK_ABIS = {"linux-arm64": "arm64-v8a"}  # not an OHOS binary: for layout checks only
 ELF_MACHINE = {"arm64-v8a": 183, "x86_64": 62}
 # npm pack's fixed timestamp (1985-10-26 08:15 UTC): stable, and later than 1980 for zip tools.
-FIXED_MTIME = 499162500
 NOTE_NAME = "NOT_AN_OHOS_BINARY.txt"
 BUILD_HINT = "`hmbuild build --target ohos-arm64` (or `--target linux-arm64` for a layout check)"
 
@@ -216,28 +213,6 @@ def _note(project: Project, targets: list[str]) -> bytes:
             f"cannot load it.\n"
             f"Build with the OpenHarmony SDK (`hmbuild build --target ohos-arm64`) and pack again for a real HAR.\n"
             ).encode("utf-8")
-
-
-def _tar_member(name: str, size: int, mode: int) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = size, mode, FIXED_MTIME
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    info.type = tarfile.REGTYPE
-    return info
-
-
-def archive_bytes(entries: dict[str, tuple[bytes, int]]) -> bytes:
-    """A deterministic tar.gz of {member name: (data, mode)}, members sorted by name."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(entries):
-            data, mode = entries[name]
-            tar.addfile(_tar_member(name, len(data), mode), io.BytesIO(data))
-    out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=9, mtime=0) as gz:
-        gz.write(raw.getvalue())
-    return out.getvalue()
 
 
 def package_har(project: Project, targets: list[str] | None, build_type: str) -> HarResult:

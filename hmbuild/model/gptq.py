@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hmbuild.int4_format import _check_shape, _search_scales
+from hmbuild.model.int4_format import _check_shape, _search_scales
 
 BLOCK = 128  # columns per lazy update (a multiple of every group size)
 # Diagonal damping, as a share of the mean input second moment. GPTQ's paper uses 0.01 with far

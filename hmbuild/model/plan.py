@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hmbuild.errors import HmbuildError
-from hmbuild.int4_format import GGML_TYPE
-from hmbuild.quantize import keeps_source
+from hmbuild.model.int4_format import GGML_TYPE
+from hmbuild.model.quantize import keeps_source
 
 # ---- units
 
@@ -310,7 +310,7 @@ def read_gguf(path: Path) -> ModelDims:
         raise HmbuildError("Reading a GGUF needs the gguf package; install it with: "
                            "pip install gguf==0.19.0 (or pip install -e '.[dev]').") from None
     try:
-        from hmbuild.int4_format import register_with_gguf
+        from hmbuild.model.int4_format import register_with_gguf
 
         register_with_gguf()  # so files written by `hmbuild quantize` (HM_Q4_G* tensors) read too
         reader = _header_reader(path)

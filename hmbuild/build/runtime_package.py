@@ -19,9 +19,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from hmbuild.builder import conan_home, run_step, tool_env, tool_path
+from hmbuild.build.tools import conan_home, run_step, tool_env, tool_path
 from hmbuild.errors import HmbuildError
-from hmbuild.project import Project
+from hmbuild.config.project import Project
 
 # Conan's JSON output, kept in the build folder's conan/ next to the toolchain.
 _EXPORT, _GRAPH, _UPLOAD = "hmllm-export.json", "hmllm-graph.json", "hmllm-upload.json"

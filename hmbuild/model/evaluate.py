@@ -10,12 +10,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from hmbuild.builder import BuildResult
+from hmbuild.build.builder import BuildResult
 from hmbuild.errors import HmbuildError
-from hmbuild.project import Project
-from hmbuild.runners import built_tool, check_cpu, ensure_runnable, run_progress_tool
-from hmbuild.targets import Target
-from hmbuild.texts import check_text, shipped_text
+from hmbuild.config.project import Project
+from hmbuild.build.runners import built_tool, check_cpu, ensure_runnable, run_progress_tool
+from hmbuild.targets.target import Target
+from hmbuild.model.texts import check_text, shipped_text
 
 DEFAULT_CTX = 512
 TOOL = "hmllm_eval"

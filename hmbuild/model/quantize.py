@@ -10,7 +10,7 @@ tensor names, the last matching rule wins) override the default per tensor; TYPE
 tensor as it is.
 
 Sources are dequantized with the gguf package (gguf.quants.dequantize; HM_Q4 through
-hmbuild.int4_format) and written with gguf.GGUFWriter to a temporary file next to the output,
+hmbuild.model.int4_format) and written with gguf.GGUFWriter to a temporary file next to the output,
 renamed into place at the end: a failure or Ctrl-C leaves nothing half-written.
 """
 
@@ -27,11 +27,13 @@ from typing import Callable
 
 import numpy as np
 
-from hmbuild import __version__, gptq
+from hmbuild import __version__
+
+from hmbuild.model import gptq
 from hmbuild.errors import HmbuildError
-from hmbuild.int4_format import GGML_TYPE as HM_TYPES
-from hmbuild.int4_format import TYPE_NAME as HM_NAMES
-from hmbuild.int4_format import (ROTATED_KEY, ROTATION_BLOCK, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes,
+from hmbuild.model.int4_format import GGML_TYPE as HM_TYPES
+from hmbuild.model.int4_format import TYPE_NAME as HM_NAMES
+from hmbuild.model.int4_format import (ROTATED_KEY, ROTATION_BLOCK, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes,
                                  register_with_gguf, rotate_columns, rotate_moments, rotated_tensors)
 
 SCHEMES = {"int4-g128": 128, "int4-g64": 64, "int4-g32": 32}
@@ -47,8 +49,8 @@ KEEP_TYPES = {"f32": F32, "f16": F16, "q8_0": Q8_0, "int4-g32": HM_TYPES[32], "i
 READABLE = {0: "F32", 1: "F16", 30: "BF16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
             10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", **HM_NAMES}
 QKV_SUFFIXES = ("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight")
-QUANTIZE_KEYS = ("hmbuild.quantize.scheme", "hmbuild.quantize.keep", "hmbuild.quantize.source_file_type",
-                 "hmbuild.quantize.calibration_tokens")  # describe the file being written, never copied
+QUANTIZE_KEYS = ("hmbuild.model.quantize.scheme", "hmbuild.model.quantize.keep", "hmbuild.model.quantize.source_file_type",
+                 "hmbuild.model.quantize.calibration_tokens")  # describe the file being written, never copied
 CHUNK_ELEMENTS = 1 << 20  # elements converted at a time (bounds the float32 temporaries)
 
 
@@ -503,14 +505,14 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
             n_keys += 1
         if f_align := reader.fields.get("general.alignment"):
             writer.data_alignment = int(f_align.contents())
-        added = {"general.quantized_by": f"hmbuild {__version__}", "hmbuild.quantize.scheme": scheme}
+        added = {"general.quantized_by": f"hmbuild {__version__}", "hmbuild.model.quantize.scheme": scheme}
         if keep:
-            added["hmbuild.quantize.keep"] = ",".join(r.text for r in rules)
+            added["hmbuild.model.quantize.keep"] = ",".join(r.text for r in rules)
         if source_file_type is not None:
-            added["hmbuild.quantize.source_file_type"] = int(source_file_type)
+            added["hmbuild.model.quantize.source_file_type"] = int(source_file_type)
         factors = Calibration(calibration) if calibration is not None else None
         if factors is not None:
-            added["hmbuild.quantize.calibration_tokens"] = factors.tokens
+            added["hmbuild.model.quantize.calibration_tokens"] = factors.tokens
         for k, v in added.items():
             if isinstance(v, int):
                 writer.add_key_value(k, v, gguf.GGUFValueType.UINT32)

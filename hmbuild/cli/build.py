@@ -1,0 +1,143 @@
+"""Commands that build and run the project's library: build, test, run, package."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from hmbuild.build.builder import build
+from hmbuild.build.har import package_har
+from hmbuild.build.runners import RunOptions, run_model, run_tests
+from hmbuild.build.runtime_package import describe
+from hmbuild.cli.common import JSON_HELP, cli_range, emit_json, model_path, resolve, resolve_runnable
+from hmbuild.config.project import load_project, resolve_build_type
+from hmbuild.errors import HmbuildError
+
+TARGET_HELP = "host | linux-arm64 | ohos-arm64 | ohos-x86_64 (default: hmbuild.toml)."
+
+
+@click.command("build")
+@click.option("--target", "target_flag", help=TARGET_HELP)
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--remote", "remote_flag", metavar="NAME",
+              help="Conan remote (in hmbuild's Conan home) to share the runtime's binary through: downloaded "
+                   "when it has one for this profile, else built here and uploaded (default: HMBUILD_REMOTE, "
+                   "hmbuild.toml [build] remote; none: compile the vendored runtime).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
+@click.pass_context
+def build_cmd(ctx, target_flag, build_type_flag, remote_flag, as_json, verbose):
+    """Build the project's native library for a target."""
+    r = resolve(ctx, target_flag, build_type_flag)
+    result = build(r.project, r.target, r.build_type, verbose=verbose, remote=remote_flag)
+    if as_json:
+        emit_json({"ok": True, **result.to_json()})
+    else:
+        state = "up to date" if result.up_to_date else "built"
+        runtime = f"; runtime {describe(result.runtime, result.remote, result.uploaded)}" if result.remote else ""
+        click.echo(f"{result.library} ({result.target}, {result.build_type}, {state}{runtime})")
+
+
+@click.command("test")
+@click.option("--target", "target_flag", help="host | linux-arm64 (ohos targets run on a device).")
+@click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates: cortex-a53 (no dotprod), cortex-a76, neoverse-n1, max (i8mm).")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--model", "model_flag", type=click.Path(dir_okay=False, path_type=Path),
+              help="Model file for the tests that run a real model (default: the cached Gemma 3 270M, fetched on first use).")
+@click.option("--sanitize", type=click.Choice(["address", "undefined", "thread"]),
+              help="Build the host library and tests with this sanitizer and run the same suites "
+                   "(thread: native suites only, as the system Node.js is not built with TSan).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
+@click.pass_context
+def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, as_json, verbose):
+    """Build, then run the native (ctest) and NAPI (node:test) tests for a target."""
+    r = resolve_runnable(ctx, target_flag, build_type_flag, cpu_flag)
+    model = model_path(model_flag)
+    result = build(r.project, r.target, r.build_type, verbose=verbose, sanitize=sanitize)
+    report = run_tests(r.project, r.target, result, r.cpu, verbose=verbose, model=model)
+    for suite in report.suites:
+        for failure in suite.failures:
+            click.echo(f"FAILED {suite.name}: {failure}", err=True)
+    if as_json:
+        emit_json({"ok": report.failed == 0, **report.to_json()})
+    else:
+        where = f" under qemu -cpu {report.cpu}" if report.cpu else ""
+        for suite in report.suites:
+            click.echo(f"{suite.name}: {suite.passed} passed, {suite.failed} failed")
+        for skip in report.skipped:
+            click.echo(f"{skip['suite']}: skipped ({skip['reason']})")
+        click.echo(f"{r.target.name}{where}" + (f" with --sanitize {report.sanitize}" if report.sanitize else "") + ":")
+        click.echo(f"{report.passed} passed, {report.failed} failed")
+    if report.failed:
+        ctx.exit(1)
+
+
+@click.command("run")
+@click.option("--target", "target_flag", help="host | linux-arm64 (runs under qemu-aarch64).")
+@click.option("--model", "model_flag", type=click.Path(dir_okay=False, path_type=Path),
+              help="GGUF model (default: HMBUILD_MODEL, else the cached Gemma 3 270M).")
+@click.option("--prompt", help="Prompt text, fed as-is after BOS.")
+@click.option("--tokens", help="Prompt as comma-separated token ids instead of text.")
+@click.option("--max-tokens", type=cli_range("max_tokens"), default=32, show_default=True)
+@click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates (linux-arm64).")
+@click.option("--threads", type=cli_range("threads"), default=0, help="0: the number of big cores.")
+@click.option("--temperature", type=cli_range("temperature"), default=0.0, help="0: greedy.")
+@click.option("--top-k", type=cli_range("top_k"), default=40, show_default=True)
+@click.option("--top-p", type=cli_range("top_p"), default=0.95, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.option("--ctx", "ctx_size", type=cli_range("ctx"), default=2048, show_default=True,
+              help="Context size in tokens.")
+@click.option("--kv", type=click.Choice(["f16", "q8_0"]), default="f16", show_default=True, help="KV cache type.")
+@click.option("--kernels", help="Force a kernel set: scalar, avx2, neon, neon-dotprod, neon-i8mm.")
+@click.option("--logits-out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the float32 logits the last token was sampled from.")
+@click.option("--classify", "labels", metavar="LABELS",
+              help="Route the --prompt text to one of these comma-separated labels (intent recognition by label "
+                   "likelihood), with hmbuild.toml's [[intent.example]] rows as few-shot examples.")
+@click.option("--calibrate/--no-calibrate", default=None,
+              help="With --classify: subtract each label's score on an empty text (default: [intent] calibrate).")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@click.pass_context
+def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, threads, temperature, top_k, top_p, seed,
+            ctx_size, kv, kernels, logits_out, labels, calibrate, build_type_flag, as_json):
+    """Run a prompt through the project's library on a target, building it first if needed."""
+    if (prompt is None) == (tokens is None):
+        raise HmbuildError("Give exactly one of --prompt TEXT and --tokens IDS.")
+    if labels is not None and prompt is None:
+        raise HmbuildError("--classify needs the text to route as --prompt TEXT.")
+    r = resolve_runnable(ctx, target_flag, build_type_flag, cpu_flag)
+    model = model_path(model_flag)
+    result = build(r.project, r.target, r.build_type)
+    options = RunOptions(prompt=prompt, tokens=tokens, max_tokens=max_tokens, threads=threads, temperature=temperature,
+                         top_k=top_k, top_p=top_p, seed=seed, ctx=ctx_size, kv=kv, kernels=kernels,
+                         logits_out=logits_out, labels=labels, calibrate=calibrate)
+    _, out = run_model(r.project, r.target, result, model, options, r.cpu, as_json)
+    if as_json:
+        data = json.loads(out)
+        data.update({"target": r.target.name, "cpu": r.cpu, "model": str(model)})
+        emit_json(data)
+
+
+@click.command("package")
+@click.option("--target", "target_flags", multiple=True,
+              help="ohos-arm64 | ohos-x86_64 | linux-arm64 (layout check only); repeatable. Default: the ohos targets built.")
+@click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@click.pass_context
+def package_cmd(ctx, target_flags, build_type_flag, as_json):
+    """Pack the built libraries and the ArkTS wrapper into build/<name>-<version>.har."""
+    project = load_project(ctx.obj["dir"])
+    result = package_har(project, list(target_flags) or None, resolve_build_type(project, build_type_flag))
+    for warning in result.warnings:
+        click.echo(f"hmbuild: warning: {warning}", err=True)
+    if as_json:
+        emit_json({"ok": True, **result.to_json()})
+    else:
+        click.echo(f"{result.har} ({', '.join(result.abis)}; {len(result.files)} files, {result.size_bytes} bytes)")
+
+
+COMMANDS = (build_cmd, test_cmd, run_cmd, package_cmd)

@@ -1,0 +1,1 @@
+"""Settings: hmbuild.toml and its precedence, the validation of what a user types, api.toml."""

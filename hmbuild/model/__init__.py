@@ -1,0 +1,1 @@
+"""Model tools: the GGUF type table, known models, INT4 format, quantize, calibrate, eval, bench, plan."""

@@ -1,0 +1,1 @@
+"""Generated projects: `new`, `update`/`check` and the CI templates."""
