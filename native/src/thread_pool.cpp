@@ -33,25 +33,18 @@ ThreadPool::~ThreadPool() {
     for (auto& t : threads_) t.join();
 }
 
-// Spins on `ready` (atomics only) for up to kSpin, then sleeps on cv until it holds. A waker
-// changes the atomics and then calls wake(cv), which takes the mutex before notifying, so a
-// thread that checked `ready` under the mutex and went to sleep cannot miss it.
+// Spins on `ready` (atomics only) for up to kSpinIters pauses, then sleeps on cv until it holds.
+// A waker changes the atomics and then calls wake(cv), which takes the mutex before notifying, so
+// a thread that checked `ready` under the mutex and went to sleep cannot miss it.
 template <class Ready>
 void ThreadPool::spin_then_wait(std::condition_variable& cv, Ready ready, bool spin) {
-    const auto until = std::chrono::steady_clock::now() + kSpin;
-    for (unsigned i = 1; !ready(); ++i) {
+    for (int i = 0; spin && i < kSpinIters; ++i) {
+        if (ready()) return;
         cpu_relax();
-        if (spin && i % 64 == 0) {
-            // Lets a thread that has work run first when there are more threads than cores.
-            std::this_thread::yield();
-            if (std::chrono::steady_clock::now() <= until) continue;
-        }
-        if (!spin || i % 64 == 0) {
-            std::unique_lock<std::mutex> lock(mu_);
-            cv.wait(lock, ready);
-            return;
-        }
     }
+    if (ready()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv.wait(lock, ready);
 }
 
 void ThreadPool::wake(std::condition_variable& cv) {

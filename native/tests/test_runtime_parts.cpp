@@ -1,5 +1,8 @@
 // The engine's small parts: fp16 conversion, the thread pool, the sampler, the KV cache.
+#include <sys/resource.h>
+
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -117,6 +120,24 @@ TEST_CASE(run_moves_the_work_onto_the_leader_which_joins_its_own_parallel_steps)
     int ran = 0;
     pool.run([&] { ran++; });
     CHECK_EQ(ran, 1);
+}
+
+// Between requests the workers sleep instead of spinning: a pool of 2 owned workers left idle
+// for 200 ms after a pass uses well under 20 ms of CPU (the bound is generous: a spin of 200 ms
+// on each worker would be 400 ms, and the measured figure is a fraction of a millisecond).
+TEST_CASE(an_idle_pool_sleeps) {
+    const auto cpu_ms = [] {
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+        return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    };
+    ThreadPool pool(2, /*caller_works=*/false);
+    std::atomic<int> total{0};
+    pool.run([&] { pool.parallel_for(64, [&](int64_t) { total++; }); });
+    CHECK_EQ(total.load(), 64);
+    const double before = cpu_ms();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(cpu_ms() - before < 20.0);
 }
 
 TEST_CASE(argmax_matches_a_plain_scan_over_lengths_ties_and_nans) {
