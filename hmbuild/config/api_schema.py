@@ -18,6 +18,7 @@ from pathlib import Path
 
 
 from hmbuild.errors import HmbuildError
+from hmbuild.resources import native_dir, templates_dir
 from hmbuild.templating import code_environment
 
 DEFAULT_API_FILE = "api.toml"
@@ -33,6 +34,8 @@ IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 CPP_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ERROR_CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 # `napi_value Name(napi_env env, napi_callback_info info);` in a napi/*.h header.
+# `extern const OptionLimit kInitOptionsThreads, ...;` in a napi/*.h header: the limits the C++ checks.
+LIMIT_DECL = re.compile(r"\bextern\s+const\s+OptionLimit\s+([^;]+);")
 SYMBOL_DECL = re.compile(r"\bnapi_value\s+([A-Za-z_]\w*)\s*\(\s*napi_env\b[^,()]*,\s*napi_callback_info\b[^()]*\)\s*;")
 
 
@@ -43,11 +46,36 @@ def index_dts_path(name: str) -> str:
 # ---- the description
 
 @dataclass(frozen=True)
+class Limit:
+    """The range a number option of the exported API accepts (its `min`, `max` and `integer` in
+    api.toml); the NAPI glue, Index.d.ts and the CLI's click ranges are all made from it."""
+    lo: float
+    hi: float
+    integer: bool
+
+    def text(self) -> str:
+        """The range as Index.d.ts states it, e.g. "Range 16..131072." (whole numbers) or "Range 0..1 (any number)"."""
+        def num(v: float) -> str:
+            return str(int(v)) if float(v).is_integer() else repr(float(v))
+        return f"Range {num(self.lo)}..{num(self.hi)}{'' if self.integer else ' (any number)'}."
+
+    def cpp(self) -> str:
+        """The C++ initializer of an OptionLimit (doubles print exactly; integers up to 2^53 included)."""
+        return f"{{{float(self.lo)!r}, {float(self.hi)!r}, {'true' if self.integer else 'false'}}}"
+
+
+@dataclass(frozen=True)
 class Field:
     name: str
     type: str
     optional: bool
     doc: str
+    limit: Limit | None = None
+
+
+def limit_constant(interface: str, field: str) -> str:
+    """The C++ name (namespace hmllm_napi) of a field's limits: InitOptions.contextSize -> kInitOptionsContextSize."""
+    return f"k{interface}{field[:1].upper()}{field[1:]}"
 
 
 @dataclass(frozen=True)
@@ -292,6 +320,31 @@ def _params(items: list, what: str, interfaces: set[str]) -> tuple[Param, ...]:
     return tuple(params)
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
+
+
+def _limit(table: dict, what: str, ftype: str) -> Limit | None:
+    present = [k for k in ("min", "max", "integer") if k in table]
+    if not present:
+        return None
+    if ftype != "number":
+        raise _Invalid(f"{what} has `{present[0]}`, but limits belong only on number fields (it is {ftype})")
+    if "min" not in table or "max" not in table:
+        raise _Invalid(f"{what} needs both `min` and `max` (it has only `{present[0]}`)")
+    lo, hi, integer = table["min"], table["max"], table.get("integer", False)
+    for key, v in (("min", lo), ("max", hi)):
+        if not _number(v):
+            raise _Invalid(f"{what}'s `{key}` must be a finite number, not {v!r}")
+    if not isinstance(integer, bool):
+        raise _Invalid(f"{what} has a non-boolean `integer`")
+    if lo > hi:
+        raise _Invalid(f"{what}'s `min` ({lo}) is greater than its `max` ({hi})")
+    if integer and not (float(lo).is_integer() and float(hi).is_integer()):
+        raise _Invalid(f"{what} is `integer` but its `min` or `max` is not a whole number")
+    return Limit(lo, hi, integer)
+
+
 def _form(table: dict, what: str, interfaces: set[str]) -> Form:
     try:
         returns = parse_type(table["returns"], interfaces, allow_void=True)
@@ -300,8 +353,9 @@ def _form(table: dict, what: str, interfaces: set[str]) -> Form:
     return Form(_params(_list(table, "params", what), what, interfaces), returns, _doc(table, what))
 
 
-def parse_api(data: dict, source: Path, symbols: set[str]) -> Api:
-    """Validate a loaded description; raises _Invalid with the first problem."""
+def parse_api(data: dict, source: Path, symbols: set[str], limits: set[str] | None = None) -> Api:
+    """Validate a loaded description; raises _Invalid with the first problem. With `limits` (the
+    OptionLimit constants the runtime's headers declare), each must be a field's limits and back."""
     _keys(data, "the description", (), ("module", "error", "interface", "function"))
     module = _table(data.get("module", {}), "[module]")
     _keys(module, "[module]", (), ("doc",))
@@ -334,7 +388,7 @@ def parse_api(data: dict, source: Path, symbols: set[str]) -> Api:
         for item in _list(table, "field", what):
             f = _table(item, f"a field of {what}")
             fname = _ident(f.get("name"), f"a field of {what}")
-            _keys(f, f"field {name}.{fname}", ("name", "type"), ("optional", "doc"))
+            _keys(f, f"field {name}.{fname}", ("name", "type"), ("optional", "min", "max", "integer", "doc"))
             optional = f.get("optional", False)
             if not isinstance(optional, bool):
                 raise _Invalid(f"field {name}.{fname} has a non-boolean `optional`")
@@ -342,7 +396,8 @@ def parse_api(data: dict, source: Path, symbols: set[str]) -> Api:
                 ftype = parse_type(f["type"], known)
             except _Invalid as exc:
                 raise _Invalid(f"field {name}.{fname}: {exc}") from None
-            fields.append(Field(fname, ftype, optional, _doc(f, f"field {name}.{fname}")))
+            fields.append(Field(fname, ftype, optional, _doc(f, f"field {name}.{fname}"),
+                                _limit(f, f"field {name}.{fname}", ftype)))
         _unique([f.name for f in fields], f"in {what}, the field")
         interfaces.append(Interface(name, extends, tuple(fields), _doc(table, what)))
 
@@ -373,11 +428,20 @@ def parse_api(data: dict, source: Path, symbols: set[str]) -> Api:
     clash = set(known) & {f.name for f in functions}
     if clash:
         raise _Invalid(f"'{sorted(clash)[0]}' is both an interface and a function")
+    if limits is not None:
+        given = {limit_constant(i.name, f.name): f"{i.name}.{f.name}" for i in interfaces for f in i.fields if f.limit}
+        for const in sorted(limits - set(given)):
+            raise _Invalid(f"the runtime checks an option against hmllm_napi::{const}, but no field has `min` and "
+                           f"`max` for it (restore them on that field)")
+        for const in sorted(set(given) - limits):
+            raise _Invalid(f"field {given[const]} has limits, but no runtime NAPI header declares "
+                           f"hmllm_napi::{const} to check them")
     return Api(source, _doc(module, "[module]"), tuple(errors), tuple(interfaces), tuple(functions))
 
 
-def load_api(path: Path, symbols: dict[str, str]) -> Api:
-    """Read and validate a description; any problem is one HmbuildError sentence naming the file."""
+def load_api(path: Path, symbols: dict[str, str], limits: dict[str, str] | None = None) -> Api:
+    """Read and validate a description; any problem is one HmbuildError sentence naming the file.
+    `limits` (from known_limits) checks the fields' limits against what the C++ reads."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -386,7 +450,7 @@ def load_api(path: Path, symbols: dict[str, str]) -> Api:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise HmbuildError(f"The API description {path} is not valid TOML ({exc}); fix the file.") from None
     try:
-        return parse_api(data, path, set(symbols))
+        return parse_api(data, path, set(symbols), None if limits is None else set(limits))
     except _Invalid as exc:
         raise HmbuildError(f"The API description {path} is invalid: {exc}; fix it and run `hmbuild api` again.") from None
 
@@ -407,6 +471,23 @@ def known_symbols(napi_dir: Path) -> dict[str, str]:
     if not found:
         raise HmbuildError(f"No NAPI functions are declared in {napi_dir}/*.h; restore the runtime's napi/ folder "
                            "(it is a copy of hmbuild's native/napi).")
+    return found
+
+
+def known_limits(napi_dir: Path) -> dict[str, str]:
+    """Every `extern const OptionLimit k...;` declared in namespace hmllm_napi by a header of
+    napi_dir, mapped to that header's file name (none in a runtime older than api.toml's limits)."""
+    found: dict[str, str] = {}
+    for header in sorted(napi_dir.glob("*.h")):
+        text = header.read_text(encoding="utf-8", errors="replace")
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        text = re.sub(r"//[^\n]*", "", text)
+        m = re.search(r"\bnamespace\s+hmllm_napi\s*\{", text)
+        if not m:
+            continue
+        for names in LIMIT_DECL.findall(text[m.end():]):
+            for n in names.split(","):
+                found.setdefault(n.strip(), header.name)
     return found
 
 
@@ -460,6 +541,10 @@ def declarations(fn: Function) -> list[str]:
     return lines
 
 
+def _field_doc(f: Field) -> str:
+    return " ".join(p for p in (f.doc, f.limit.text() if f.limit else "") if p)
+
+
 def render_index_dts(api: Api, name: str) -> str:
     intro = f"Declarations of lib{name}.so's NAPI exports: {api.doc}".strip()
     errors = ""
@@ -469,7 +554,7 @@ def render_index_dts(api: Api, name: str) -> str:
     return code_environment().get_template("api/Index.d.ts.j2").render(
         name=name, api_file=api.source.name, intro=_wrap(intro), errors=_wrap(errors),
         interfaces=[{"name": i.name, "extends": i.extends, "doc": _doc_lines(i.doc),
-                     "fields": [{"doc": _doc_lines(f.doc, "  "), "decl": f"  {f.name}{'?' if f.optional else ''}: {f.type};"}
+                     "fields": [{"doc": _doc_lines(_field_doc(f), "  "), "decl": f"  {f.name}{'?' if f.optional else ''}: {f.type};"}
                                 for f in i.fields]}
                     for i in api.interfaces],
         functions=[declarations(f) for f in api.functions],
@@ -477,9 +562,12 @@ def render_index_dts(api: Api, name: str) -> str:
 
 
 def render_napi_init(api: Api, name: str, symbols: dict[str, str]) -> str:
-    headers = sorted({symbols[f.symbol] for f in api.functions}, key=lambda h: (h != "hmllm_napi.h", h))
+    limits = [{"name": limit_constant(i.name, f.name), "field": f"{i.name}.{f.name}", "value": f.limit.cpp()}
+              for i in api.interfaces for f in i.fields if f.limit]
+    headers = {symbols[f.symbol] for f in api.functions} | ({"hmllm_napi.h"} if limits else set())
+    headers = sorted(headers, key=lambda h: (h != "hmllm_napi.h", h))
     return code_environment().get_template("api/napi_init.cpp.j2").render(
-        name=name, api_file=api.source.name, headers=headers, functions=api.functions)
+        name=name, api_file=api.source.name, headers=headers, functions=api.functions, limits=limits)
 
 
 # ---- a project's generated files
@@ -498,7 +586,7 @@ def render_project_api(root: Path, name: str, api_file: str = DEFAULT_API_FILE,
     """The generated files of a project (relative path -> text), from its description and the
     NAPI headers of its vendored runtime (or napi_dir)."""
     symbols = known_symbols(napi_dir or root / NAPI_HEADERS)
-    api = load_api(root / api_file, symbols)
+    api = load_api(root / api_file, symbols, known_limits(napi_dir or root / NAPI_HEADERS))
     return {NAPI_INIT: render_napi_init(api, name, symbols), index_dts_path(name): render_index_dts(api, name)}
 
 
@@ -555,25 +643,33 @@ def regenerate_if_stale(project) -> list[ApiFile]:
     return write_project_api(project.root, project.name, api_file_of(project), only=stale)
 
 
-# ---- argument limits
+# ---- argument limits, for the CLI and hmbuild.toml's checks
 
-@dataclass(frozen=True)
-class Limit:
-    """The range an option of the exported API accepts; the NAPI glue, Index.d.ts and the CLI's
-    click ranges are all made from it."""
-    lo: float
-    hi: float
-    integer: bool
+_LIMITS_CACHE: dict[Path, dict[str, Limit]] = {}
 
 
-# Provisional: the values hmllm_napi.cpp checks today, until api.toml carries them.
-_LIMITS = {
-    "threads": Limit(0, 64, True), "contextSize": Limit(16, 1 << 17, True), "maxPending": Limit(0, 64, True),
-    "timeoutMs": Limit(1, 3600000, True), "maxTokens": Limit(1, 65536, True), "temperature": Limit(0, 100, False),
-    "topK": Limit(0, 1 << 20, True), "topP": Limit(0, 1, False),
-}
+def _template_limits() -> dict[str, dict[str, Limit]]:
+    path = templates_dir() / "project" / DEFAULT_API_FILE
+    if path not in _LIMITS_CACHE:
+        napi = native_dir() / "napi"
+        api = load_api(path, known_symbols(napi), known_limits(napi))
+        _LIMITS_CACHE[path] = {f"{i.name}.{f.name}": f.limit for i in api.interfaces for f in i.fields if f.limit}
+    by_field: dict[str, dict[str, Limit]] = {}
+    for qualified, lim in _LIMITS_CACHE[path].items():
+        by_field.setdefault(qualified.split(".")[1], {})[qualified] = lim
+    return by_field
 
 
 def limit(field: str) -> Limit:
-    """The limits of one option field of the exported API (e.g. "contextSize")."""
-    return _LIMITS[field]
+    """The limits of one option field of the exported API (e.g. "contextSize", or
+    "InferOptions.timeoutMs"), as hmbuild's own template api.toml declares them."""
+    by_field = _template_limits()
+    name = field.split(".")[-1]
+    found = {q: lim for q, lim in by_field.get(name, {}).items() if "." not in field or q == field}
+    if not found:
+        raise HmbuildError(f"The exported API has no option field {field} with limits (api.toml gives min and max "
+                           f"to {', '.join(sorted(by_field))}).")
+    if len(set(found.values())) > 1:
+        raise HmbuildError(f"The option {field} has different limits in {' and '.join(sorted(found))}; "
+                           "name one of them, like InferOptions.timeoutMs.")
+    return next(iter(found.values()))

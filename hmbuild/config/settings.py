@@ -11,6 +11,7 @@ from pathlib import Path
 import tomlkit
 import tomlkit.exceptions
 
+from hmbuild.config.api_schema import limit
 from hmbuild.errors import HmbuildError, shown as _shown
 
 # The CI providers `new --ci` and `hmbuild ci --provider` take.
@@ -81,8 +82,11 @@ _DC_FIELDS = {
                          "a number of GB from 0 to 1024"),
     "model_file": (lambda v: isinstance(v, str) and bool(_DC_FILE_RE.match(v)),
                    "a file name in the model folder (letters, digits, '.', '_', '-'; no folders)"),
-    "context_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 16 <= v <= 1 << 20,
-                     "a whole number of tokens from 16 to 1048576"),
+    # init()'s contextSize, from api.toml: a row the library would refuse is refused here.
+    "context_size": (lambda v: isinstance(v, int) and not isinstance(v, bool)
+                     and limit("contextSize").lo <= v <= limit("contextSize").hi,
+                     lambda: f"a whole number of tokens from {int(limit('contextSize').lo)} to "
+                             f"{int(limit('contextSize').hi)}"),
     "kv_cache_type": (lambda v: v in ("f16", "q8_0"), "f16 or q8_0"),
     "min_available_mb": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 1 << 20,
                          "a whole number of MB from 0 to 1048576"),
@@ -99,6 +103,7 @@ def validate_device_classes(rows, where: str) -> list[dict] | None:
         raise HmbuildError(f"In {where}, device_class must be one or more [[device_class]] tables.")
     for i, row in enumerate(rows, 1):
         for key, (ok, rule) in _DC_FIELDS.items():
+            rule = rule() if callable(rule) else rule
             if key not in row:
                 raise HmbuildError(f"In {where}, [[device_class]] row {i} has no {key}; give it {rule}.")
             if not ok(row[key]):

@@ -160,9 +160,11 @@ bool get_prop(napi_env env, napi_value obj, const char* name, napi_value* v) {
     return type_of(env, *v) != napi_undefined;
 }
 
-bool get_number_option(napi_env env, napi_value obj, const char* name, double lo, double hi, bool integer, double* out) {
+bool get_number_option(napi_env env, napi_value obj, const char* name, const OptionLimit& limit, double* out) {
     napi_value v;
     if (!get_prop(env, obj, name, &v)) return true;
+    const double lo = limit.lo, hi = limit.hi;
+    const bool integer = limit.integer;
     double d = 0;
     if (type_of(env, v) != napi_number || napi_get_value_double(env, v, &d) != napi_ok || !(d >= lo && d <= hi) ||
         (integer && d != static_cast<double>(static_cast<int64_t>(d)))) {
@@ -176,9 +178,10 @@ bool get_number_option(napi_env env, napi_value obj, const char* name, double lo
 }
 
 template <typename T>
-bool get_int_option(napi_env env, napi_value obj, const char* name, double lo, double hi, T* out) {
+bool get_int_option(napi_env env, napi_value obj, const char* name, const OptionLimit& limit, T* out) {
     double d = static_cast<double>(*out);
-    if (!get_number_option(env, obj, name, lo, hi, true, &d)) return false;
+    // Read into an integer: a whole number is required whatever api.toml says.
+    if (!get_number_option(env, obj, name, {limit.lo, limit.hi, true}, &d)) return false;
     *out = static_cast<T>(d);
     return true;
 }
@@ -525,11 +528,11 @@ napi_value Init(napi_env env, napi_callback_info info) {
     double budget = 0;
     bool high_priority = true;
     if (o) {
-        if (!get_int_option(env, o, "threads", 0, 64, &so.threads) ||
-            !get_int_option(env, o, "contextSize", 16, 1 << 17, &so.context_size) ||
-            !get_int_option(env, o, "maxPending", 0, 64, &max_pending) ||
-            !get_int_option(env, o, "timeoutMs", 1, 3600000, &timeout_ms) ||
-            !get_number_option(env, o, "memoryBudgetBytes", 0, 1e15, true, &budget) ||
+        if (!get_int_option(env, o, "threads", kInitOptionsThreads, &so.threads) ||
+            !get_int_option(env, o, "contextSize", kInitOptionsContextSize, &so.context_size) ||
+            !get_int_option(env, o, "maxPending", kInitOptionsMaxPending, &max_pending) ||
+            !get_int_option(env, o, "timeoutMs", kInitOptionsTimeoutMs, &timeout_ms) ||
+            !get_number_option(env, o, "memoryBudgetBytes", kInitOptionsMemoryBudgetBytes, &budget) ||
             !get_bool_option(env, o, "highPriority", &high_priority))
             return nullptr;
         napi_value kv;
@@ -586,12 +589,12 @@ napi_value InferAsync(napi_env env, napi_callback_info info) {
     hmllm::InferRequest& r = job->request;
     double temperature = 0, top_p = r.sampling.top_p;
     if (o) {
-        if (!get_int_option(env, o, "maxTokens", 1, 65536, &r.max_tokens) ||
-            !get_number_option(env, o, "temperature", 0, 100, false, &temperature) ||
-            !get_int_option(env, o, "topK", 0, 1 << 20, &r.sampling.top_k) ||
-            !get_number_option(env, o, "topP", 0, 1, false, &top_p) ||
-            !get_int_option(env, o, "seed", 0, 9007199254740991.0, &r.sampling.seed) ||
-            !get_int_option(env, o, "timeoutMs", 1, 3600000, &job->timeout_ms))
+        if (!get_int_option(env, o, "maxTokens", kInferOptionsMaxTokens, &r.max_tokens) ||
+            !get_number_option(env, o, "temperature", kInferOptionsTemperature, &temperature) ||
+            !get_int_option(env, o, "topK", kInferOptionsTopK, &r.sampling.top_k) ||
+            !get_number_option(env, o, "topP", kInferOptionsTopP, &top_p) ||
+            !get_int_option(env, o, "seed", kInferOptionsSeed, &r.sampling.seed) ||
+            !get_int_option(env, o, "timeoutMs", kInferOptionsTimeoutMs, &job->timeout_ms))
             return nullptr;
         napi_value stop;
         if (get_prop(env, o, "stop", &stop) && !get_string_array(env, stop, "options.stop", 16, &r.stop)) return nullptr;

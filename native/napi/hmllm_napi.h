@@ -18,4 +18,15 @@ napi_value Cancel(napi_env env, napi_callback_info info);      // cancel(id)
 napi_value Release(napi_env env, napi_callback_info info);     // release(id)
 napi_value Stats(napi_env env, napi_callback_info info);       // stats(id) -> SessionStats
 
+// The range a number option accepts. The values are the `min`, `max` and `integer` of the field
+// in the project's api.toml, defined in the generated napi_init.cpp: k<Interface><Field>.
+struct OptionLimit {
+    double lo, hi;
+    bool integer;
+};
+extern const OptionLimit kInitOptionsThreads, kInitOptionsContextSize, kInitOptionsMaxPending, kInitOptionsTimeoutMs,
+    kInitOptionsMemoryBudgetBytes;
+extern const OptionLimit kInferOptionsMaxTokens, kInferOptionsTemperature, kInferOptionsTopK, kInferOptionsTopP,
+    kInferOptionsSeed, kInferOptionsTimeoutMs;
+
 }  // namespace hmllm_napi
