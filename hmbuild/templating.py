@@ -19,6 +19,12 @@ from hmbuild.resources import _data_dir, templates_dir, toolchains_dir
 
 TemplateError = jinja2.TemplateError
 
+# The version of the templates' output, apart from the tool's own version: a generated project
+# records it (hmbuild.toml [project] hmbuild_version) and `hmbuild check` compares renders, so it
+# moves only when a template's output changes, and a release that changes no template leaves
+# every project up to date. Set it to the hmbuild release that changes the output.
+TEMPLATES_VERSION = "0.1.0"
+
 
 def _cmake_bracket(value: str) -> str:
     """A CMake bracket argument ([=[...]=]): no escapes and no ${} expansion inside, so any text

@@ -34,3 +34,24 @@ def have_arm64_tools() -> bool:
 @pytest.fixture
 def hmbuild():
     return run_hmbuild
+
+
+# Parallel compiles on the 2-core CI machine; each build folder is compiled once per session.
+BUILD_ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": "2"}
+
+
+@pytest.fixture(scope="session")
+def demo_project(tmp_path_factory):
+    """One generated project ("demo") that every suite which builds and runs a plain project shares,
+    so each target and build type is compiled once a session. A test that adds a file to it removes
+    it again; a test that needs its own changes makes its own project."""
+    root = tmp_path_factory.mktemp("shared") / "demo"
+    run_hmbuild("new", str(root), "--name", "demo", check=True)
+    return root
+
+
+@pytest.fixture(scope="session")
+def host_project(demo_project):
+    """demo_project, built for host (Release)."""
+    run_hmbuild("-C", str(demo_project), "build", "--target", "host", check=True, env=BUILD_ENV)
+    return demo_project

@@ -80,8 +80,8 @@ def test_shipped_description_keeps_the_hand_written_declarations_and_docs():
 def test_a_changed_description_changes_both_outputs(tmp_path):
     text = SHIPPED.read_text()
     text = text.replace(
-        '  { name = "seed", type = "number", optional = true },\n',
-        '  { name = "seed", type = "number", optional = true },\n'
+        '  { name = "seed", type = "number", optional = true, min = 0, max = 9007199254740991, integer = true },\n',
+        '  { name = "seed", type = "number", optional = true, min = 0, max = 9007199254740991, integer = true },\n'
         '  { name = "repeatPenalty", type = "number", optional = true, doc = "Above 1: fewer repeats." },\n')
     text = text.replace('doc = "0 (default): greedy."', 'doc = "Zero (the default) samples greedily."')
     text += ('\n[[function]]\nname = "dispose"\nsymbol = "Release"\ndoc = "Another name for release()."\n'
@@ -93,13 +93,13 @@ def test_a_changed_description_changes_both_outputs(tmp_path):
     assert '{"dispose", nullptr, hmllm_napi::Release,' in cpp and "dispose" not in cpp0
     assert "/** Another name for release(). */\nexport const dispose: (session: number) => void;" in dts
     assert "  /** Above 1: fewer repeats. */\n  repeatPenalty?: number;" in dts and "repeatPenalty" not in dts0
-    assert "/** Zero (the default) samples greedily. */" in dts and "0 (default): greedy." not in dts
+    assert "/** Zero (the default) samples greedily. Range" in dts and "0 (default): greedy." not in dts
     assert CPP_ENTRY.findall(cpp)[-1] == ("dispose", "Release")
 
 
 BAD = {
-    "unsupported type": ('{ name = "topK", type = "number", optional = true }',
-                         '{ name = "topK", type = "Map<string, number>", optional = true }', "Map"),
+    "unsupported type": ('{ name = "topK", type = "number", optional = true, min',
+                         '{ name = "topK", type = "Map<string, number>", optional = true, min', "Map"),
     "unknown interface": ('returns = "SessionStats"', 'returns = "SessionStatz"', "SessionStatz"),
     "non-literal union": ('{ name = "label", type = "string", doc', '{ name = "label", type = "string | number", doc',
                           "string literals"),
@@ -108,8 +108,8 @@ BAD = {
     "duplicate function": ('name = "cancel"', 'name = "release"', "'release' is declared twice"),
     "duplicate interface": ('name = "SessionStats"', 'name = "InitOptions"', "'InitOptions' is declared twice"),
     "duplicate field": ('{ name = "topP", type', '{ name = "topK", type', "'topK' is declared twice"),
-    "misspelt key": ('{ name = "seed", type = "number", optional = true }',
-                     '{ name = "seed", type = "number", optinal = true }', "optinal"),
+    "misspelt key": ('{ name = "seed", type = "number", optional = true,',
+                     '{ name = "seed", type = "number", optinal = true,', "optinal"),
 }
 
 

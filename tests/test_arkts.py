@@ -25,7 +25,6 @@ def test_only_the_platform_implementation_imports_system_kits(tmp_path):
     assert "minTotalRamGb: 10" in files["src/main/ets/DeviceClasses.ets"]
 
 
-@pytest.mark.e2e
 def test_generated_project_lints_clean(tmp_path):
     root = new_project(tmp_path / "p", name="notes_llm").root
     report = lint_project(root)
@@ -33,7 +32,6 @@ def test_generated_project_lints_clean(tmp_path):
     assert report.problems == [], "\n".join(f"{p.file}:{p.line} {p.rule} {p.message}" for p in report.problems)
 
 
-@pytest.mark.e2e
 def test_bad_arkts_is_reported_with_the_rule_names(tmp_path):
     root = new_project(tmp_path / "p", name="notes_llm").root
     bad = root / "src/main/ets/Bad.ets"
@@ -52,7 +50,6 @@ def test_bad_arkts_is_reported_with_the_rule_names(tmp_path):
     assert all(p.severity == "error" for p in report.problems)
 
 
-@pytest.mark.e2e
 def test_lint_json_shape_and_exit_status(tmp_path):
     root = new_project(tmp_path / "p", name="notes_llm").root
     proc = run_hmbuild("-C", str(root), "lint", "--json")

@@ -8,17 +8,14 @@ import pytest
 
 from conftest import have_arm64_tools, run_hmbuild
 
-pytestmark = pytest.mark.e2e
 SMALL = ["--prompt-tokens", "16", "--gen-tokens", "8", "--repeat", "1"]
 REQUIRED = ["prefill_tps", "decode_tps", "ttft_ms", "ttft_warm_ms", "peak_rss_bytes", "bandwidth_fraction"]
 MB = 1 << 20
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bench") / "bench_demo"
-    run_hmbuild("new", str(root), check=True)
-    return root
+def project(demo_project):
+    return demo_project
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +135,7 @@ def test_the_native_tool_exits_2_on_bad_arguments_and_1_on_a_bad_model(project, 
         assert json.loads(proc.stdout)["ok"] is False
 
 
+@pytest.mark.qemu
 @pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user (see README)")
 def test_linux_arm64_bench_runs_under_qemu(project, model):
     out = bench_json(project, "--target", "linux-arm64", "--cpu", "cortex-a76", "--threads", "2", *SMALL)

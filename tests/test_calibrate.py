@@ -127,11 +127,8 @@ TOKENS = [5, 17, 260, 99, 3, 42, 42, 7, 150, 201, 33, 64, 12, 280, 9, 1, 77, 123
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = tmp_path_factory.mktemp("calib") / "cal"
-    run_hmbuild("new", str(root), check=True)
-    run_hmbuild("-C", str(root), "build", check=True, env=ENV)
-    return root
+def project(host_project):
+    return host_project
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +139,6 @@ def tiny(tmp_path_factory):
     return cfg, write_tiny_model(path, cfg), path
 
 
-@pytest.mark.e2e
 def test_the_tools_moments_are_the_models_inputs(project, tiny, tmp_path):
     cfg, W, path = tiny
     tool = project / "build" / "host-release" / "hmllm" / "hmllm_calibrate"
@@ -171,7 +167,6 @@ def test_the_tools_moments_are_the_models_inputs(project, tiny, tmp_path):
     assert again.returncode == 2 and "already exists" in again.stderr
 
 
-@pytest.mark.e2e
 def test_quantize_calibrate_end_to_end(project, tiny, tmp_path):
     cfg, W, path = tiny
     text = tmp_path / "notes.txt"
@@ -203,7 +198,6 @@ def error_line(proc):
     return lines[0]
 
 
-@pytest.mark.e2e
 def test_bad_calibration_input_is_one_sentence(project, tiny, tmp_path):
     _, _, path = tiny
     out = tmp_path / "out.gguf"
@@ -252,7 +246,7 @@ def quantize_and_eval(project, model, out, *quantize_args):
     return json.loads(proc.stdout), json.loads(ev.stdout)
 
 
-@pytest.mark.e2e
+@pytest.mark.quality
 def test_calibration_lowers_the_drift_of_gemma(project, tmp_path):
     """The FFN gate and up matrices of all 18 layers re-quantized at group 128, the rest copied:
     calibrated on hmbuild's default calibration text, judged by `hmbuild eval` on its (different)
@@ -267,7 +261,7 @@ def test_calibration_lowers_the_drift_of_gemma(project, tmp_path):
     assert results["cal"]["top1_agreement"] >= results["plain"]["top1_agreement"], results
 
 
-@pytest.mark.e2e
+@pytest.mark.quality
 def test_rotation_lowers_the_drift_of_gemma(project, tmp_path):
     """Gemma's tied embedding (also its output matrix, 168 M of its 268 M weights) rounded to 4 bits
     at group 128, plainly, with and without rotated inputs; the rest copied. The engine rotates

@@ -112,12 +112,20 @@ def test_the_schema_check_fails_on_a_broken_workflow(projects, tmp_path):
     assert proc.returncode == 1 and "runs-on" in proc.stdout
 
 
-def test_linux_arm64_runs_over_exactly_the_three_cpus(github, gitlab):
-    assert github["jobs"]["linux-arm64"]["strategy"]["matrix"]["cpu"] == CPUS
-    assert gitlab["linux-arm64"]["parallel"]["matrix"] == [{"CPU": CPUS}]
-    for lines in (github_jobs(github)["linux-arm64"][2], gitlab["linux-arm64"]["script"]):
-        tests = [c for c in lines if c.startswith("hmbuild test")]
-        assert len(tests) == 1 and ("--cpu " + GITHUB_CPU in tests[0] or "--cpu $CPU" in tests[0])
+def test_linux_arm64_runs_the_whole_suite_once_and_the_kernel_dispatch_on_the_other_cpus(github, gitlab):
+    assert "strategy" not in github["jobs"]["linux-arm64"] and "parallel" not in gitlab["linux-arm64"]
+    others = [c for c in CPUS if c != "cortex-a76"]
+    assert github["jobs"]["linux-arm64-dispatch"]["strategy"]["matrix"]["cpu"] == others
+    assert gitlab["linux-arm64-dispatch"]["parallel"]["matrix"] == [{"CPU": others}]
+    for job, cpu_ref in (("linux-arm64", "cortex-a76"), ("linux-arm64-dispatch", None)):
+        for lines in (github_jobs(github)[job][2], gitlab[job]["script"]):
+            tests = [c for c in lines if c.startswith("hmbuild test")]
+            assert len(tests) == 1
+            if cpu_ref:
+                assert f"--cpu {cpu_ref}" in tests[0] and "--only" not in tests[0]
+            else:
+                assert ("--cpu " + GITHUB_CPU in tests[0] or "--cpu $CPU" in tests[0])
+                assert "--only kernels,session" in tests[0]
 
 
 def test_the_ohos_job_runs_only_when_the_sdk_url_is_set(projects, github, gitlab):
@@ -226,7 +234,7 @@ def test_the_caches_hold_pip_npm_conan_ccache_and_the_model(github, gitlab, proj
                         for p in step["with"]["path"].split()] for name, job in github["jobs"].items()}
     gl_caches = {name: [root / p for c in job["cache"] for p in c["paths"]] for name, job in gitlab.items()}
     for caches in (gh_caches, gl_caches):
-        assert caches.keys() == {"host", "linux-arm64", "ohos"}
+        assert caches.keys() == {"host", "linux-arm64", "linux-arm64-dispatch", "ohos"}
         for name, cached in caches.items():
             for path in always:
                 assert _under(path, cached), (name, path)
@@ -328,7 +336,8 @@ def test_every_hmbuild_command_in_the_ci_files_is_one_the_test_suite_runs(github
                         assert _same_run(argv) in suite, f"{name} runs `hmbuild {shlex.join(argv)}`, which no test runs"
                         ran.add(_same_run(argv))
     assert {("test", "--target", "host"), ("build", "--target", "linux-arm64")} <= ran
-    assert {c for c in ran if "--cpu" in c} == {("test", "--target", "linux-arm64", "--cpu", c) for c in CPUS}
+    assert {c for c in ran if "--cpu" in c} == {("test", "--target", "linux-arm64", "--cpu", "cortex-a76")} | {
+        ("test", "--target", "linux-arm64", "--cpu", c, "--only", "kernels,session") for c in ("cortex-a53", "max")}
 
 
 def test_hmbuild_ci_switches_a_project_to_gitlab_and_keeps_hmbuild_toml_comments(tmp_path):

@@ -18,7 +18,6 @@ from test_cli import assert_clean_error
 
 from hmbuild.resources import cache_dir
 
-pytestmark = pytest.mark.e2e
 REMOTE = "testremote"
 # conan-server 2.33's wheel carries its own copy of Conan's `conan` package, which would replace
 # hmbuild's pinned Conan 2.34 in the same environment, so the server gets a virtualenv of its own.

@@ -11,18 +11,14 @@ from gguf import GGMLQuantizationType as Q
 from conftest import REPO, have_arm64_tools, run_hmbuild
 from tiny_models import HM_Q4_G32, HM_Q4_G64, HM_Q4_G128, TinyConfig, reference_logits, type_name, write_tiny_model
 
-pytestmark = pytest.mark.e2e
 FIXTURES = REPO / "tests" / "fixtures" / "llama_cpp"
 TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_K, Q.Q6_K, HM_Q4_G32, HM_Q4_G64, HM_Q4_G128]
 PROMPT = [2, 270, 265, 299, 280, 261, 262, 263, 290]
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = tmp_path_factory.mktemp("engine") / "eng"
-    run_hmbuild("new", str(root), check=True)
-    run_hmbuild("-C", str(root), "build", check=True)
-    return root
+def project(host_project):
+    return host_project
 
 
 def run_json(project, *args):
@@ -74,13 +70,14 @@ def test_tiny_model_logits_match_numpy_reference_on_host(project, arch, qtype, t
     check_against_reference(project, cfg, W, path, tmp_path)
 
 
-@pytest.mark.arm64
+@pytest.mark.qemu
 @pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user")
 @pytest.mark.parametrize("cpu", ["cortex-a53", "max"])
 @pytest.mark.parametrize("arch,qtype", [("llama", Q.Q4_0), ("qwen2", Q.Q8_0), ("gemma3", Q.Q4_K), ("gemma3", Q.Q6_K),
                                         ("llama", Q.Q5_0), ("qwen2", Q.F16), ("llama", Q.F32),
                                         ("llama", HM_Q4_G32), ("gemma3", HM_Q4_G64), ("qwen2", HM_Q4_G128)],
                          ids=lambda v: v if isinstance(v, str) else type_name(v))
+@pytest.mark.qemu
 def test_tiny_model_logits_match_numpy_reference_under_qemu(project, arch, qtype, cpu, tmp_path):
     cfg, W, path = tiny(arch, qtype, tmp_path)
     check_against_reference(project, cfg, W, path, tmp_path, target="linux-arm64", cpu=cpu)
@@ -96,6 +93,7 @@ def test_real_gemma_names_neil_armstrong(project):
     assert out["ttft_ms"] > 0 and out["stop"] == "max_tokens"
 
 
+@pytest.mark.quality
 def test_real_gemma_greedy_tokens_match_llama_cpp(project):
     """Free-running greedy decoding follows llama.cpp's tokens. 8-bit activations make both
     engines' logits noisy at the ~0.2 level, so where llama.cpp's choice was a near-tie the paths may
@@ -110,6 +108,7 @@ def test_real_gemma_greedy_tokens_match_llama_cpp(project):
     assert sum(n >= 16 for n in matched) >= len(matched) // 2 + 1, matched
 
 
+@pytest.mark.quality
 def test_real_gemma_logits_agree_with_llama_cpp_along_its_greedy_path(project, tmp_path):
     """Teacher forcing: fed llama.cpp's own tokens, the engine gives llama.cpp's next token the same
     logit (within the 8-bit activation noise) and ranks it first or within a near-tie of first."""
@@ -127,7 +126,8 @@ def test_real_gemma_logits_agree_with_llama_cpp_along_its_greedy_path(project, t
     assert float(np.mean(diffs)) < 0.35 and max(diffs) < 1.0, diffs
 
 
-@pytest.mark.arm64
+@pytest.mark.quality
+@pytest.mark.qemu
 @pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user")
 @pytest.mark.parametrize("cpu", ["cortex-a53", "max"])
 def test_real_gemma_on_linux_arm64_gives_the_host_tokens(project, cpu):
@@ -175,6 +175,7 @@ def test_a_context_too_small_for_the_prompt_is_refused_with_the_limit(project):
     assert proc.returncode != 0 and "context size of 16" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.quality
 @pytest.mark.parametrize("kv", ["f16", "q8_0"])
 def test_real_gemma_gives_the_same_bits_whatever_the_thread_count(project, tmp_path, kv):
     """How the work is split (row chunks, Q/K/V and gate/up as one step, a KV head's query heads

@@ -13,18 +13,14 @@ from gguf import GGMLQuantizationType as Q
 from conftest import REPO, have_arm64_tools, run_hmbuild
 from tiny_models import TinyConfig, reference_logits, write_tiny_model
 
-pytestmark = pytest.mark.e2e
 ENV = {"CMAKE_BUILD_PARALLEL_LEVEL": "2"}
 TEXT = ("the moon was in a tent. The cat sat on the mat, and then the moon was an eel in the sea. "
         "A train left at ten; it was late again, and nobody minded at all.\n")
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = tmp_path_factory.mktemp("eval") / "ev"
-    run_hmbuild("new", str(root), check=True)
-    run_hmbuild("-C", str(root), "build", check=True, env=ENV)
-    return root
+def project(host_project):
+    return host_project
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +215,7 @@ def test_the_wheel_carries_the_default_text(tmp_path):
     assert "hmbuild/model/data/eval_en.txt" in names and "hmbuild/model/data/calib_en.txt" in names
 
 
-@pytest.mark.arm64
+@pytest.mark.qemu
 @pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user")
 def test_under_qemu_the_figures_are_the_hosts(project, models, tmp_path):
     run_hmbuild("-C", str(project), "build", "--target", "linux-arm64", check=True, env=ENV)

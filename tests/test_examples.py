@@ -97,7 +97,6 @@ def counts(proc):
     return int(m.group(1)), int(m.group(2))
 
 
-@pytest.mark.e2e
 def test_host_build_and_tests(project):
     data = json_of(hm(project, "build", "--target", "host", "--json"))
     assert data["library"].endswith("/libnotes_assistant.so") and elf_machine(data["library"]) == 62
@@ -108,14 +107,13 @@ def test_host_build_and_tests(project):
 
 # The example's library under qemu: built for aarch64 here, run by test_intent_routing_under_qemu.
 # Its test suites are the generated project's, which test_e2e runs whole under qemu.
-@pytest.mark.e2e
+@pytest.mark.qemu
 @arm64
 def test_linux_arm64_build_is_aarch64(project):
     data = json_of(hm(project, "build", "--target", "linux-arm64", "--json"))
     assert elf_machine(data["library"]) == 183
 
 
-@pytest.mark.e2e
 def test_summarising_a_note_with_the_real_model(project):
     template = example_settings()["summarize"]["template"]
     note = "Team sync moved to Friday 10:00. Bring the Q3 numbers; Li will present the new design."
@@ -125,7 +123,6 @@ def test_summarising_a_note_with_the_real_model(project):
     assert data["n_prompt_tokens"] > 20 and data["ttft_ms"] > 0
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("text, label", [
     ("Set an alarm for 7 am tomorrow", "alarm"),
     ("Is it going to snow tomorrow?", "weather"),
@@ -139,7 +136,7 @@ def test_intent_routing_on_host(project, text, label):
     assert len(data["scores"]) == len(data["raw_scores"]) == 4
 
 
-@pytest.mark.e2e
+@pytest.mark.qemu
 @arm64
 def test_intent_routing_under_qemu(project):
     data = json_of(hm(project, "run", "--target", "linux-arm64", "--cpu", "cortex-a76", "--classify", LABELS,
@@ -148,7 +145,6 @@ def test_intent_routing_under_qemu(project):
     assert data["target"] == "linux-arm64" and data["cpu"] == "cortex-a76"
 
 
-@pytest.mark.e2e
 def test_classify_refusals(project):
     proc = hm(project, "run", "--classify", LABELS, "--tokens", "2,3", "--json")
     assert proc.returncode != 0 and "--classify needs the text" in proc.stderr
@@ -156,7 +152,7 @@ def test_classify_refusals(project):
     assert proc.returncode != 0 and "non-empty labels" in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.e2e
+@pytest.mark.qemu
 @arm64
 def test_the_example_packs_into_a_har_for_a_layout_check(project):
     hm(project, "build", "--target", "linux-arm64")

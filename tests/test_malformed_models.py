@@ -13,18 +13,14 @@ from hmbuild.targets.node import node_for
 from hmbuild.targets.target import resolve_target
 from malformed_models import FORGED, write_corpus
 
-pytestmark = pytest.mark.e2e
 # Each metadata-entry truncation only repeats what the named cuts check through `hmbuild run`;
 # Node, where a load costs microseconds, gets all of them.
 NODE_ONLY = "truncated_after_kv"
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = tmp_path_factory.mktemp("malformed") / "mal"
-    run_hmbuild("new", str(root), "--name", "mal", check=True)
-    run_hmbuild("-C", str(root), "build", "--target", "host", check=True)
-    return root
+def project(host_project):
+    return host_project
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +70,7 @@ def test_one_node_process_refuses_every_malformed_model_and_keeps_serving(projec
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"valid": str(valid), "passes": 3,
                                     "variants": [{"name": v.name, "path": str(v.path)} for v in variants]}))
-    library = project / "build" / "host-release" / "libmal.so"
+    library = project / "build" / "host-release" / "libdemo.so"
     proc = subprocess.run([str(node_for(resolve_target("host"))), str(REPO / "tests" / "malformed_models.mjs"),
                            str(manifest)], env={**os.environ, "HMBUILD_LIBRARY": str(library)},
                           capture_output=True, text=True)

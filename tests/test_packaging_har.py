@@ -225,7 +225,7 @@ def test_read_json5_accepts_comments_and_trailing_commas_and_refuses_the_rest(tm
 
 # --- e2e: a real linux-arm64 build, packed for a layout check ----------------------------------
 
-@pytest.mark.e2e
+@pytest.mark.qemu
 @pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user (see README)")
 class TestLinuxArm64LayoutCheck:
     @pytest.fixture(scope="class")

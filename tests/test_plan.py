@@ -314,14 +314,11 @@ console.log(JSON.stringify(out));
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plan") / "planproj"
-    run_hmbuild("new", str(root), check=True)
-    proc = run_hmbuild("-C", str(root), "build", "--json", check=True)
-    return root, json.loads(proc.stdout)["library"]
+def built(host_project):
+    proc = run_hmbuild("-C", str(host_project), "build", "--json", check=True)
+    return host_project, json.loads(proc.stdout)["library"]
 
 
-@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 @pytest.mark.parametrize("ctx,kv,threads", [(512, "q8_0", 2), (2048, "f16", 4), (300, "f16", 3)])
 def test_gemma_plan_is_exactly_where_the_engine_draws_the_line(gemma, built, tmp_path, ctx, kv, threads):
@@ -340,7 +337,6 @@ def test_gemma_plan_is_exactly_where_the_engine_draws_the_line(gemma, built, tmp
     assert P.plan(gemma, ctx=ctx, kv=kv, threads=threads, budget=p.total_bytes - 1).fits is False
 
 
-@pytest.mark.e2e
 def test_gemma_plan_matches_the_plan_hmllm_run_reports(gemma, built):
     root, _ = built
     proc = run_hmbuild("-C", str(root), "run", "--json", "--model", str(gemma), "--tokens", "2,651", "--max-tokens",

@@ -409,11 +409,8 @@ def native_has_g32() -> bool:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = tmp_path_factory.mktemp("quant-engine") / "eng"
-    run_hmbuild("new", str(root), check=True)
-    run_hmbuild("-C", str(root), "build", check=True)
-    return root
+def project(host_project):
+    return host_project
 
 
 def engine_logits(project, model, tmp_path):
@@ -424,7 +421,6 @@ def engine_logits(project, model, tmp_path):
     return np.fromfile(logits, dtype=np.float32), json.loads(proc.stdout)
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("arch,source,scheme", [
     ("gemma3", Q.Q8_0, "int4-g128"), ("llama", Q.F32, "int4-g64"), ("qwen2", Q.Q4_K, "int4-g128"),
     pytest.param("gemma3", Q.F16, "int4-g32", marks=pytest.mark.skipif(
@@ -437,7 +433,6 @@ def test_quantized_tiny_model_runs_in_the_engine(project, tmp_path, arch, source
     check_engine_reads(project, tmp_path, cfg, W, out)
 
 
-@pytest.mark.e2e
 def test_a_rotated_and_a_plain_matrix_sharing_an_input(project, tmp_path):
     """Q in 4 bits (rotated), K and V in Q8_0 (not): one fused step quantizes the input twice to
     the same 8-bit activation format, once rotated and once not, and each matrix gets its own."""

@@ -19,7 +19,7 @@ from hmbuild.scaffold import generator
 from hmbuild.cli import cli
 from hmbuild.errors import HmbuildError
 from hmbuild.scaffold.generator import BASE, MANIFEST, new_project
-from hmbuild.scaffold.update import update_project
+from hmbuild.scaffold.update import check_project, update_project
 
 MINE = "// my own line\n"
 
@@ -43,7 +43,7 @@ def project(tmp_path, templates):
 
 def upgrade(monkeypatch, templates, edits: dict[str, str | None], version="0.2.0"):
     """hmbuild `version` with templates/project edited: {template path: new text, or None to delete}."""
-    monkeypatch.setattr(generator, "__version__", version)
+    monkeypatch.setattr(generator, "TEMPLATES_VERSION", version)
     for rel, text in edits.items():
         if text is None:
             (templates / "project" / rel).unlink()
@@ -347,3 +347,15 @@ def test_the_api_files_are_rendered_again_from_the_merged_description(project, t
     assert "Threads for notes; 0: the big cores." in text and "This request's own time limit in ms." in text
     check = hm(project, "api", "--check")
     assert check.exit_code == 0, check.output  # exactly what `hmbuild api` writes for the merged api.toml
+
+
+def test_a_new_hmbuild_version_with_the_same_templates_leaves_the_project_up_to_date(project, monkeypatch):
+    """The tool's version moves with every release; the project records the templates' version,
+    so `check` in a team's CI keeps passing until a template's output really changes."""
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if (name == "hmbuild" or name.startswith("hmbuild.")) and hasattr(module, "__version__"):
+            monkeypatch.setattr(module, "__version__", "9.9.9")
+    result = check_project(project)
+    assert result.ok and result.behind == [] and result.version == generator.TEMPLATES_VERSION

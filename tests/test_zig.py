@@ -78,7 +78,7 @@ def zig_project(tmp_path_factory):
     return root, json.loads(proc.stdout)
 
 
-@pytest.mark.e2e
+@pytest.mark.qemu
 def test_the_zig_build_is_aarch64_with_libcxx_linked_in_and_no_debug_info(zig_project):
     _, data = zig_project
     lib = Path(data["library"])
@@ -89,7 +89,7 @@ def test_the_zig_build_is_aarch64_with_libcxx_linked_in_and_no_debug_info(zig_pr
     assert ".debug_info" not in sections and lib.stat().st_size < 2_000_000
 
 
-@pytest.mark.e2e
+@pytest.mark.qemu
 def test_the_zig_built_kernels_and_session_pass_under_qemu_max(zig_project):
     """Every NEON kernel set (dotprod and i8mm on -cpu max) against the scalar reference, and the
     session on the real model, as zig compiled them."""
@@ -102,7 +102,7 @@ def test_the_zig_built_kernels_and_session_pass_under_qemu_max(zig_project):
     assert "100% tests passed out of 2" in proc.stdout
 
 
-@pytest.mark.e2e
+@pytest.mark.qemu
 def test_the_zig_built_model_runner_answers_as_the_gcc_build_does(zig_project):
     root, _ = zig_project
     proc = run_hmbuild("-C", str(root), "run", "--target", "linux-arm64", "--cpu", "cortex-a76", "--prompt", MOON,
@@ -112,7 +112,7 @@ def test_the_zig_built_model_runner_answers_as_the_gcc_build_does(zig_project):
     assert data["text"].startswith(" Neil Armstrong") and data["kernels"] == "neon-dotprod"
 
 
-@pytest.mark.e2e
+@pytest.mark.qemu
 def test_the_zig_built_library_loads_into_the_aarch64_node_and_routes_an_intent(zig_project, tmp_path):
     root, data = zig_project
     script = tmp_path / "smoke.mjs"

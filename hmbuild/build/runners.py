@@ -199,11 +199,14 @@ def parse_tap(name: str, stdout: str, returncode: int) -> SuiteResult:
     return SuiteResult(name, passed, failed, failures)
 
 
-def run_ctest(build: BuildResult, env: dict[str, str], verbose: bool = False) -> SuiteResult:
+def run_ctest(build: BuildResult, env: dict[str, str], verbose: bool = False,
+              only: tuple[str, ...] = ()) -> SuiteResult:
+    """The native suite (ctest); `only`: just the tests hmllm.<name> of these names."""
     junit = build.build_dir / "hmbuild-ctest.xml"
     junit.unlink(missing_ok=True)
+    select = ["-R", "^hmllm\\.(" + "|".join(re.escape(n) for n in only) + ")$"] if only else []
     proc = subprocess.run([tool_path("ctest"), "--test-dir", str(build.build_dir), "--output-junit", str(junit),
-                           "--output-on-failure", "--timeout", "1800",
+                           "--output-on-failure", "--timeout", "1800", *select,
                            "--test-output-size-passed", "1048576", "--test-output-size-failed", "1048576"],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     if proc.returncode != 0 or verbose:
@@ -238,17 +241,38 @@ def ensure_runnable(target: Target) -> None:
         )
 
 
+def native_test_names(build: BuildResult) -> list[str]:
+    """The names of the native tests in a build (hmllm.<name> in ctest), e.g. kernels, session."""
+    proc = subprocess.run([tool_path("ctest"), "--test-dir", str(build.build_dir), "--show-only=json-v1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        tests = json.loads(proc.stdout)["tests"]
+    except (ValueError, KeyError):
+        return []
+    return sorted(t["name"].removeprefix("hmllm.") for t in tests if t["name"].startswith("hmllm."))
+
+
 def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None,
-              verbose: bool = False, model: Path | None = None) -> TestReport:
+              verbose: bool = False, model: Path | None = None, only: tuple[str, ...] = ()) -> TestReport:
+    """The native suite, then the NAPI suites; `only`: just these native tests (the NAPI suites are
+    then skipped, and say so)."""
     ensure_runnable(target)
     cpu = check_cpu(target, cpu)
+    if only:
+        known = native_test_names(build)
+        unknown = [n for n in only if n not in known]
+        if unknown:
+            raise HmbuildError(f"--only {unknown[0]!r} is not a native test of this build; the tests are "
+                               f"{', '.join(known) or 'none'}.")
     env = _test_env(target, build.library, cpu, model)
     if build.sanitize:
         env.update(sanitizer_env(target, build.sanitize))
     print(f"hmbuild: ctest in {build.build_dir}" + (f" (qemu -cpu {cpu})" if cpu else ""), file=sys.stderr)
-    suites = [run_ctest(build, env, verbose)]
+    suites = [run_ctest(build, env, verbose, only)]
     skipped = []
-    if build.sanitize == "thread":
+    if only:
+        skipped.append({"suite": "napi", "reason": f"--only {','.join(only)} runs native tests alone"})
+    elif build.sanitize == "thread":
         skipped.append({"suite": "napi", "reason": NAPI_UNDER_TSAN})
         print(f"hmbuild: NAPI suite skipped: {NAPI_UNDER_TSAN}", file=sys.stderr)
     else:

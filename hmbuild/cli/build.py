@@ -49,15 +49,21 @@ def build_cmd(ctx, target_flag, build_type_flag, remote_flag, as_json, verbose):
 @click.option("--sanitize", type=click.Choice(["address", "undefined", "thread"]),
               help="Build the host library and tests with this sanitizer and run the same suites "
                    "(thread: native suites only, as the system Node.js is not built with TSan).")
+@click.option("--only", "only", metavar="NAMES",
+              help="Run just these comma-separated native tests (e.g. kernels,session: what differs between CPUs); "
+                   "the NAPI suites are skipped.")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("-v", "--verbose", is_flag=True, help="Show Conan, CMake and compiler output.")
 @click.pass_context
-def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, as_json, verbose):
+def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, only, as_json, verbose):
     """Build, then run the native (ctest) and NAPI (node:test) tests for a target."""
     r = resolve_runnable(ctx, target_flag, build_type_flag, cpu_flag)
     model = model_path(model_flag)
     result = build(r.project, r.target, r.build_type, verbose=verbose, sanitize=sanitize)
-    report = run_tests(r.project, r.target, result, r.cpu, verbose=verbose, model=model)
+    names = tuple(n.strip() for n in only.split(",")) if only is not None else ()
+    if only is not None and not all(names):
+        raise HmbuildError("--only takes comma-separated native test names, e.g. --only kernels,session.")
+    report = run_tests(r.project, r.target, result, r.cpu, verbose=verbose, model=model, only=names)
     for suite in report.suites:
         for failure in suite.failures:
             click.echo(f"FAILED {suite.name}: {failure}", err=True)

@@ -176,7 +176,7 @@ def _decide(rel: str, base, yours: bytes | None, new: bytes | None, labels: tupl
 
 def plan(root: Path, base: dict, new: dict[str, bytes], labels: tuple[str, str]) -> list[Change]:
     """What update does to each path of base ∪ new, decided before anything is written."""
-    version = generator.__version__
+    version = generator.TEMPLATES_VERSION
     changes = []
     for rel in sorted(set(base) | set(new)):
         b, n = base.get(rel), new.get(rel)
@@ -276,7 +276,7 @@ def _load(directory, adopt: bool = False) -> _Project:
         # its answers are the ones rendered, so the only news for it is hmbuild_version.
         src = base.get("hmbuild.toml")
         new["hmbuild.toml"] = _with_version(src if isinstance(src, bytes) else (root / "hmbuild.toml").read_bytes(),
-                                            generator.__version__)
+                                            generator.TEMPLATES_VERSION)
     return _Project(root, loaded, record, base, new, source,
                     str(record.get("hmbuild_version") or answers["hmbuild_version"]))
 
@@ -288,7 +288,7 @@ def update_project(directory, dry_run: bool = False, adopt: bool = False) -> Upd
     if pending:
         raise HmbuildError(f"{_names(pending, 'still')} conflict markers from the last `hmbuild update` "
                            "(<<<<<<< yours ... >>>>>>> hmbuild); resolve them, then run it again.")
-    result = UpdateResult(root, project.version_from, generator.__version__, dry_run)
+    result = UpdateResult(root, project.version_from, generator.TEMPLATES_VERSION, dry_run)
     labels = (f"hmbuild {result.version_from}", f"hmbuild {result.version_to}")
     result.changes = derive_api_files(project.loaded, plan(root, project.base, project.new, labels), project.new)
     if dry_run:
@@ -354,7 +354,7 @@ def check_project(directory) -> CheckResult:
     project = _load(directory)
     base, new = project.base, project.new
     behind = sorted(rel for rel in set(base) | set(new) if base.get(rel) != new.get(rel))
-    return CheckResult(generator.__version__, behind, pending_conflicts(project.root, project.record))
+    return CheckResult(generator.TEMPLATES_VERSION, behind, pending_conflicts(project.root, project.record))
 
 
 def format_update(result: UpdateResult) -> list[str]:
