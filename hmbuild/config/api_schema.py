@@ -455,19 +455,25 @@ def load_api(path: Path, symbols: dict[str, str], limits: dict[str, str] | None 
         raise HmbuildError(f"The API description {path} is invalid: {exc}; fix it and run `hmbuild api` again.") from None
 
 
-def known_symbols(napi_dir: Path) -> dict[str, str]:
-    """Every `napi_value F(napi_env, napi_callback_info)` declared in namespace hmllm_napi by a
-    header of napi_dir, mapped to that header's file name."""
-    found: dict[str, str] = {}
+def _namespace_bodies(napi_dir: Path):
+    """(header file name, its text from `namespace hmllm_napi {` on, comments removed) for each
+    header of napi_dir that opens the namespace."""
     for header in sorted(napi_dir.glob("*.h")):
         text = header.read_text(encoding="utf-8", errors="replace")
         text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         text = re.sub(r"//[^\n]*", "", text)
         m = re.search(r"\bnamespace\s+hmllm_napi\s*\{", text)
-        if not m:
-            continue
-        for sym in SYMBOL_DECL.findall(text[m.end():]):
-            found.setdefault(sym, header.name)
+        if m:
+            yield header.name, text[m.end():]
+
+
+def known_symbols(napi_dir: Path) -> dict[str, str]:
+    """Every `napi_value F(napi_env, napi_callback_info)` declared in namespace hmllm_napi by a
+    header of napi_dir, mapped to that header's file name."""
+    found: dict[str, str] = {}
+    for name, body in _namespace_bodies(napi_dir):
+        for sym in SYMBOL_DECL.findall(body):
+            found.setdefault(sym, name)
     if not found:
         raise HmbuildError(f"No NAPI functions are declared in {napi_dir}/*.h; restore the runtime's napi/ folder "
                            "(it is a copy of hmbuild's native/napi).")
@@ -478,16 +484,10 @@ def known_limits(napi_dir: Path) -> dict[str, str]:
     """Every `extern const OptionLimit k...;` declared in namespace hmllm_napi by a header of
     napi_dir, mapped to that header's file name (none in a runtime older than api.toml's limits)."""
     found: dict[str, str] = {}
-    for header in sorted(napi_dir.glob("*.h")):
-        text = header.read_text(encoding="utf-8", errors="replace")
-        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-        text = re.sub(r"//[^\n]*", "", text)
-        m = re.search(r"\bnamespace\s+hmllm_napi\s*\{", text)
-        if not m:
-            continue
-        for names in LIMIT_DECL.findall(text[m.end():]):
+    for name, body in _namespace_bodies(napi_dir):
+        for names in LIMIT_DECL.findall(body):
             for n in names.split(","):
-                found.setdefault(n.strip(), header.name)
+                found.setdefault(n.strip(), name)
     return found
 
 
