@@ -54,6 +54,9 @@ KERNEL_SOURCES = ["src/kernels/cpu_features.cpp", "src/kernels/dispatch.cpp",
                   "src/kernels/kernels_scalar.cpp"]
 if platform.machine() in ("x86_64", "AMD64", "amd64"):
     KERNEL_SOURCES.append("src/kernels/kernels_avx2.cpp")
+# The GGUF reader looks types up in the one GGUF type table, whose entries point into the kernels.
+READER_SOURCES = ["src/gguf_reader.cpp", "src/mapped_file.cpp", "src/ggml_types.cpp",
+                  *KERNEL_SOURCES]
 # Per-file flags as in native/src/kernels/kernels.cmake.
 FILE_FLAGS = {"src/kernels/kernels_avx2.cpp": ["-mavx2", "-mfma", "-mf16c"]}
 
@@ -66,10 +69,9 @@ class Target:
 
 
 TARGETS = {
-    "gguf": Target("gguf", ["src/gguf_reader.cpp", "src/mapped_file.cpp", "src/tokenizer.cpp",
-                            "src/model.cpp", *KERNEL_SOURCES], 32768),
-    "tokenizer": Target("tokenizer", ["src/gguf_reader.cpp", "src/mapped_file.cpp",
-                                      "src/tokenizer.cpp"], 2048),
+    "gguf": Target("gguf", [*READER_SOURCES, "src/tokenizer.cpp", "src/model.cpp"],
+                   32768),
+    "tokenizer": Target("tokenizer", [*READER_SOURCES, "src/tokenizer.cpp"], 2048),
     "text_input": Target("text_input", ["src/text_input.cpp"], 4096),
 }
 
