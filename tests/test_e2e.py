@@ -51,6 +51,25 @@ def test_host_tests_pass(project):
     assert failed == 0 and passed >= 100
 
 
+@pytest.mark.skipif(shutil.which("ccache") is None or os.environ.get("HMBUILD_CCACHE") == "0",
+                    reason="ccache is not installed (apt-get install -y ccache) or is turned off")
+def test_ccache_serves_the_same_sources_in_another_folder(host_project, tmp_path):
+    """CCACHE_BASEDIR is the project: a fresh project in another folder (another CI runner's
+    checkout) gets the runtime's objects from the cache the shared project filled, and its tests
+    still find their data."""
+    other = tmp_path / "other"
+    run_hmbuild("new", str(other), "--name", "other", check=True)
+    log = tmp_path / "ccache-stats.log"  # this build's compiles only
+    proc = run_hmbuild("-C", str(other), "build", "--target", "host", env={"CCACHE_STATSLOG": str(log)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = [line for line in log.read_text().splitlines() if line and not line.startswith("#")]
+    hits = results.count("direct_cache_hit") + results.count("preprocessed_cache_hit")
+    # Only the files that name the project (napi_init.cpp, the module's glue) compile again.
+    assert hits >= 30 and results.count("cache_miss") <= 4, (hits, results.count("cache_miss"))
+    proc = run_hmbuild("-C", str(other), "test", "--target", "host", "--only", "cpu_topology,tokenizer")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
 def native_cases(report):
     """The native (ctest) suite of a JSON test report."""
     return next(s for s in report["suites"] if s["name"] == "native (ctest)")
@@ -81,7 +100,8 @@ def test_thread_sanitizer_runs_the_native_suites_and_says_the_napi_suite_is_skip
 
 def test_a_sanitizer_report_fails_the_run(project):
     """A native test with a heap overflow passes without ASan (the read lands in the allocator's
-    padding) but fails under it; the project's address build is reused, the file removed after."""
+    padding) but fails under it; the project's address build is reused, the file removed after.
+    Only it and one clean test run: the whole suite under ASan is the test above."""
     bad = project / "src/main/cpp/hmllm/tests/test_overflow.cpp"
     bad.write_text(
         '#include <vector>\n#include "test_main.h"\n'
@@ -91,13 +111,15 @@ def test_a_sanitizer_report_fails_the_run(project):
         "    CHECK(p[4] != 12345);\n"
         "    delete v;\n}\n")
     try:
-        proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "address", "--json")
+        proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "address", "--json",
+                           "--only", "overflow,cpu_topology")
     finally:
         bad.unlink()
     assert proc.returncode == 1, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     assert report["ok"] is False
-    assert any("hmllm.overflow" in f for s in report["suites"] for f in s["failures"])
+    failures = [f for s in report["suites"] for f in s["failures"]]
+    assert any("hmllm.overflow" in f for f in failures) and not any("cpu_topology" in f for f in failures)
     assert "heap-buffer-overflow" in proc.stderr
 
 

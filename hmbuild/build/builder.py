@@ -189,10 +189,15 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
         runtime_package.announce(package, remote)
 
     print(f"hmbuild: building lib{project.name}.so for {target.name}", file=sys.stderr)
-    # No CCACHE_BASEDIR: it would make compiles relative to the top build folder (Ninja runs them
-    # there), and anything relying on __FILE__ from another folder would break; tried and dropped.
+    build_env = tool_env()
+    if ccache:
+        # Paths under the project are hashed relative to it, so the same sources compiled in another
+        # folder (another CI runner's checkout, a fresh project, a test's temporary project) are
+        # cache hits. __FILE__ then is relative to the build folder: nothing locates files by it (the
+        # native tests get their data folders as absolute paths from CMake).
+        build_env.setdefault("CCACHE_BASEDIR", str(project.root))
     out = run_step([tool_path("cmake"), "--build", str(build_dir)], log, f"The {target.name} build",
-                   verbose=verbose)
+                   env=build_env, verbose=verbose)
     library = build_dir / project.library_name
     if not library.is_file():
         raise HmbuildError(f"The build finished but {library} is missing; see {log}.")
