@@ -5,8 +5,10 @@ import gguf
 import numpy as np
 import pytest
 
-from hmbuild.model.int4_format import (GGML_TYPE, ROTATION_BLOCK, rotate_columns, rotate_moments, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4,
-                                 quantize_hm_q4_codes, register_with_gguf, tensor_bytes)
+from hmbuild.model.ggml_types import HM_Q4 as GGML_TYPE
+from hmbuild.model.ggml_types import register_with_gguf
+from hmbuild.model.int4_format import (ROTATION_BLOCK, rotate_columns, rotate_moments, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4,
+                                 quantize_hm_q4_codes, tensor_bytes)
 
 
 @pytest.mark.parametrize("group", [32, 64, 128])

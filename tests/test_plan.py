@@ -12,7 +12,7 @@ import pytest
 from conftest import run_hmbuild
 from hmbuild.model import plan as P
 from hmbuild.errors import HmbuildError
-from hmbuild.model.int4_format import register_with_gguf
+from hmbuild.model.ggml_types import register_with_gguf
 
 GB = 10**9
 THREE_B = dict(params="3B", layers=32, kv_heads=8, head_dim=128, vocab=128256)
@@ -132,7 +132,7 @@ def test_fixes_are_ranked_fitting_first_and_each_total_is_right():
     kinds = {f.flags.split()[0] if f.flags.startswith("--") else "tier": f for f in p.fixes}
     assert kinds["--kv"].total_bytes == P.plan(**THREE_B, quant="q8_0", kv="q8_0").total_bytes
     scheme = kinds["--quant"].flags.split()[1]
-    assert kinds["--quant"].fits and P.BITS_PER_WEIGHT[scheme] < 8.5
+    assert kinds["--quant"].fits and P.scheme_bits(scheme) < 8.5
     assert kinds["--quant"].total_bytes == P.plan(**THREE_B, quant=scheme).total_bytes
     assert "1–2B" in kinds["tier"].fix and kinds["tier"].fits
 

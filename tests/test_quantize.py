@@ -15,7 +15,9 @@ from conftest import REPO, run_hmbuild
 from tiny_models import TinyConfig, TinyWriter, reference_logits, write_tiny_model
 
 from hmbuild.errors import HmbuildError
-from hmbuild.model.int4_format import GGML_TYPE, dequantize_hm_q4, register_with_gguf, rotate_columns, rotated_tensors
+from hmbuild.model.ggml_types import HM_Q4 as GGML_TYPE
+from hmbuild.model.ggml_types import register_with_gguf
+from hmbuild.model.int4_format import dequantize_hm_q4, rotate_columns, rotated_tensors
 from hmbuild.model.quantize import parse_keep, quantize_model
 
 register_with_gguf()

@@ -16,8 +16,9 @@ import numpy as np
 from gguf import GGMLQuantizationType as Q
 from gguf import quants
 
-from hmbuild.model.int4_format import GGML_TYPE as HM_TYPES
-from hmbuild.model.int4_format import dequantize_hm_q4, quantize_hm_q4, register_with_gguf
+from hmbuild.model.ggml_types import HM_Q4 as HM_TYPES
+from hmbuild.model.ggml_types import register_with_gguf
+from hmbuild.model.int4_format import dequantize_hm_q4, quantize_hm_q4
 
 HM_Q4_G32, HM_Q4_G64, HM_Q4_G128 = HM_TYPES[32], HM_TYPES[64], HM_TYPES[128]  # own INT4 (docs/int4-format.md)
 HM_GROUP = {t: g for g, t in HM_TYPES.items()}

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-GGML_TYPE = {32: 1032, 64: 1064, 128: 1128}  # HM_Q4_G32, HM_Q4_G64, HM_Q4_G128 in the GGUF tensor-type enum
-TYPE_NAME = {type_id: f"HM_Q4_G{group}" for group, type_id in GGML_TYPE.items()}
+from hmbuild.model.ggml_types import HM_Q4, nbytes
+
 TILE_ROWS = 4
 
 
 def _check_shape(n_rows: int, n_cols: int, group: int) -> None:
-    if group not in GGML_TYPE:
-        raise ValueError(f"group must be one of {sorted(GGML_TYPE)}, not {group}")
+    if group not in HM_Q4:
+        raise ValueError(f"group must be one of {sorted(HM_Q4)}, not {group}")
     if n_rows % TILE_ROWS != 0:
         raise ValueError(f"n_rows ({n_rows}) must be a multiple of {TILE_ROWS}")
     if n_cols % group != 0:
@@ -37,7 +37,7 @@ def _check_shape(n_rows: int, n_cols: int, group: int) -> None:
 def tensor_bytes(n_rows: int, n_cols: int, group: int) -> int:
     """Size in bytes of an n_rows x n_cols tensor in the format."""
     _check_shape(n_rows, n_cols, group)
-    return n_rows * (n_cols // group) * (2 + group // 2)
+    return nbytes(HM_Q4[group], n_rows, n_cols)
 
 
 # Candidate scales of the MSE search, as divisors of the group's signed extreme m (the element of
@@ -221,20 +221,3 @@ def rotated_tensors(reader) -> set[str]:
             raise ValueError(f"it names {name!r}, which is not a matrix of whole {ROTATION_BLOCK}-column blocks "
                              "in the file")
     return names
-
-
-def register_with_gguf() -> None:
-    """Teaches the PyPI gguf package these types: GGML_QUANT_SIZES gets their block sizes, so
-    GGUFWriter.add_tensor(raw_dtype=1032 / 1064 / 1128) can write them (the tile order is opaque to
-    it), and GGMLQuantizationType gets a pseudo-member per id (named HM_Q4_G<G>), so GGUFReader can
-    read files that hold them instead of failing on an unknown enum value. Idempotent."""
-    import gguf
-
-    enum = gguf.GGMLQuantizationType
-    for group, type_id in GGML_TYPE.items():
-        gguf.constants.GGML_QUANT_SIZES.setdefault(type_id, (group, 2 + group // 2))
-        if type_id not in enum._value2member_map_:
-            member = int.__new__(enum, type_id)
-            member._name_ = TYPE_NAME[type_id]
-            member._value_ = type_id
-            enum._value2member_map_[type_id] = member

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hmbuild.errors import HmbuildError
-from hmbuild.model.int4_format import GGML_TYPE
+from hmbuild.model import ggml_types as T
+from hmbuild.model.ggml_types import register_with_gguf
 from hmbuild.model.quantize import keeps_source
 
 # ---- units
@@ -95,15 +96,14 @@ def parse_params(text: str) -> int:
 #              4.92e9 / 8.03e9 = 4.90 bits. An estimate, not a layout.
 #   f16        16 bits
 SCHEMES = ("int4-g128", "int4-g64", "int4-g32", "q4_k_m", "q8_0", "f16")
-BITS_PER_WEIGHT = {
-    "int4-g128": 4 + 16 / 128,
-    "int4-g64": 4 + 16 / 64,
-    "int4-g32": 4 + 16 / 32,
-    "q4_k_m": 4.85,
-    "q8_0": 8.5,
-    "f16": 16.0,
-}
 _INT4_GROUP = {"int4-g128": 128, "int4-g64": 64, "int4-g32": 32}
+_SCHEME_TYPE = {**{s: T.HM_Q4[g] for s, g in _INT4_GROUP.items()}, "q8_0": T.Q8_0, "f16": T.F16}
+Q4_K_M_BITS = 4.85
+
+
+def scheme_bits(scheme: str) -> float:
+    """Bits per weight of a scheme: its type's (from the type table), or the Q4_K_M estimate."""
+    return Q4_K_M_BITS if scheme == "q4_k_m" else T.bits_per_weight(_SCHEME_TYPE[scheme])
 # general.file_type values (llama.cpp's LlamaFileType) that already are a scheme: --quant with the
 # file's own scheme keeps its real tensor sizes instead of an estimate.
 _FILE_TYPE_SCHEME = {1: "f16", 7: "q8_0", 15: "q4_k_m"}
@@ -124,27 +124,27 @@ def requantised_tensor_bytes(name: str, shape: tuple[int, ...], scheme: str, sou
     n = n_cols * n_rows
     if len(shape) == 1 or "norm" in name:
         return n * 4
-    float_bytes = n * (4 if source_type == 0 else 2)
-    q8 = n_rows * (n_cols // 32) * 34 if n_cols % 32 == 0 else float_bytes
+    float_bytes = n * (4 if source_type == T.F32 else 2)
+    q8 = T.nbytes(T.Q8_0, n_rows, n_cols) if T.fits(T.Q8_0, n_cols) else float_bytes
     if scheme == "f16":
-        return n * 2
+        return T.nbytes(T.F16, n_rows, n_cols)
     if scheme == "q8_0":
         return q8
     if scheme == "q4_k_m":
-        return int(n * BITS_PER_WEIGHT["q4_k_m"] / 8)
+        return int(n * Q4_K_M_BITS / 8)
     group = _INT4_GROUP[scheme]
     is_qkv = name.endswith(("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight"))
-    if source_bytes is not None and keeps_source(source_type, 8 if is_qkv else GGML_TYPE[group]):  # 8: Q8_0
+    if source_bytes is not None and keeps_source(source_type, T.Q8_0 if is_qkv else T.HM_Q4[group]):
         return source_bytes
     if is_qkv:
         return q8
-    if len(shape) != 2 or n_rows % 4 or n_cols % group:
+    if len(shape) != 2 or n_rows % 4 or not T.fits(T.HM_Q4[group], n_cols):
         return q8
-    return n_rows * (n_cols // group) * (2 + group // 2)  # hmbuild/int4_format.py tensor_bytes()
+    return T.nbytes(T.HM_Q4[group], n_rows, n_cols)
 
 
 def weights_from_params(params: int, scheme: str) -> int:
-    return int(params * BITS_PER_WEIGHT[scheme] / 8)
+    return int(params * scheme_bits(scheme) / 8)
 
 
 # ---- the engine's formulas
@@ -310,8 +310,6 @@ def read_gguf(path: Path) -> ModelDims:
         raise HmbuildError("Reading a GGUF needs the gguf package; install it with: "
                            "pip install gguf==0.19.0 (or pip install -e '.[dev]').") from None
     try:
-        from hmbuild.model.int4_format import register_with_gguf
-
         register_with_gguf()  # so files written by `hmbuild quantize` (HM_Q4_G* tensors) read too
         reader = _header_reader(path)
     except Exception as exc:  # noqa: BLE001 - gguf raises ValueError/struct errors/etc. on junk
@@ -466,7 +464,7 @@ def _weights(dims: ModelDims, quant: str | None) -> tuple[int, str]:
             quant, f"as `hmbuild quantize --scheme {quant}` writes them")
         return (sum(requantised_tensor_bytes(n, s, quant, ty, nb) for n, s, nb, ty in dims.tensors),
                 f"the GGUF's tensors re-estimated: {how}")
-    return weights_from_params(dims.params, quant), f"{dims.params:,} parameters x {BITS_PER_WEIGHT[quant]:g} bits"
+    return weights_from_params(dims.params, quant), f"{dims.params:,} parameters x {scheme_bits(quant):g} bits"
 
 
 def _total(weights: int, dims: ModelDims, ctx: int, kv: str, threads: int) -> tuple[int, int, int]:
@@ -573,14 +571,14 @@ def _fixes(dims: ModelDims, weights: int, quant: str | None, bpw: float, ctx: in
             fixes.append(Fix(f"an 8-bit KV cache and a {n}-token context", f"--kv q8_0 --ctx {n}", t, True, 2))
     # Lower-bit schemes: the highest-bit one that fits, else the smallest there is.
     lower = []
-    for s in sorted(SCHEMES, key=lambda s: -BITS_PER_WEIGHT[s]):
+    for s in sorted(SCHEMES, key=lambda s: -scheme_bits(s)):
         w = _weights(dims, s)[0]
         if w < weights and s != quant:
             lower.append((s, _total(w, dims, ctx, kv, threads)[0]))
     if lower:
         fitting = [x for x in lower if x[1] <= budget]
         s, t = fitting[0] if fitting else lower[-1]
-        fixes.append(Fix(f"a lower-bit scheme: {s} ({BITS_PER_WEIGHT[s]:g} bits per weight)",
+        fixes.append(Fix(f"a lower-bit scheme: {s} ({scheme_bits(s):g} bits per weight)",
                          f"--quant {s}", t, t <= budget, 3))
     # Smaller tiers: the largest one whose reference model fits, else the smallest.
     smaller = []

@@ -31,65 +31,29 @@ from hmbuild import __version__
 
 from hmbuild.model import gptq
 from hmbuild.errors import HmbuildError
-from hmbuild.model.int4_format import GGML_TYPE as HM_TYPES
-from hmbuild.model.int4_format import TYPE_NAME as HM_NAMES
+from hmbuild.model import ggml_types as T
+from hmbuild.model.ggml_types import F16, F32, HM_GROUP, HM_Q4, Q8_0, bits_per_weight, register_with_gguf, type_name
 from hmbuild.model.int4_format import (ROTATED_KEY, ROTATION_BLOCK, dequantize_hm_q4, pack_hm_q4, quantize_hm_q4_codes,
-                                 register_with_gguf, rotate_columns, rotate_moments, rotated_tensors)
+                                       rotate_columns, rotate_moments, rotated_tensors)
 
 SCHEMES = {"int4-g128": 128, "int4-g64": 64, "int4-g32": 32}
-F32, F16, BF16, Q8_0 = 0, 1, 30, 8
 # --keep TYPE names -> GGML type ids
 # `source` copies the tensor bit for bit in the type it has (re-quantizing an already-quantized
 # tensor only adds error: this is how a tensor is left alone).
 SOURCE = -1
-KEEP_TYPES = {"f32": F32, "f16": F16, "q8_0": Q8_0, "int4-g32": HM_TYPES[32], "int4-g64": HM_TYPES[64],
-              "int4-g128": HM_TYPES[128], "source": SOURCE}
-# Source types this command reads: what gguf.quants.dequantize handles among the float and
-# classic/K quant types, plus the project's own INT4.
-READABLE = {0: "F32", 1: "F16", 30: "BF16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
-            10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", **HM_NAMES}
+KEEP_TYPES = {"f32": F32, "f16": F16, "q8_0": Q8_0, "int4-g32": HM_Q4[32], "int4-g64": HM_Q4[64],
+              "int4-g128": HM_Q4[128], "source": SOURCE}
 QKV_SUFFIXES = ("attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight")
 QUANTIZE_KEYS = ("hmbuild.model.quantize.scheme", "hmbuild.model.quantize.keep", "hmbuild.model.quantize.source_file_type",
                  "hmbuild.model.quantize.calibration_tokens")  # describe the file being written, never copied
 CHUNK_ELEMENTS = 1 << 20  # elements converted at a time (bounds the float32 temporaries)
 
 
-def type_name(type_id: int) -> str:
-    if type_id in READABLE:
-        return READABLE[type_id]
-    import gguf
-
-    try:
-        return gguf.GGMLQuantizationType(type_id).name
-    except ValueError:
-        return f"type {type_id}"
-
-
-# Source types the engine runs as they are (native/include/hmllm/kernels.h kernel_supported).
-ENGINE_TYPES = {F32, F16, 2, 6, Q8_0, 12, 14, *HM_NAMES}
-
-
-def bits_per_weight(type_id: int) -> float:
-    import gguf
-
-    register_with_gguf()
-    block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(type_id)]
-    return size * 8 / block
-
-
 def keeps_source(source_type: int, wanted: int) -> bool:
     """Whether a matrix stored as source_type stays as it is when the default asks for `wanted`:
     a quantized type the engine runs that is already narrower (never widened)."""
-    return (source_type in ENGINE_TYPES and source_type not in (F32, F16)
+    return (source_type in T.ENGINE_TYPES and source_type not in T.FLOAT_TYPES
             and bits_per_weight(source_type) < bits_per_weight(wanted))
-
-
-def type_nbytes(type_id: int, n_rows: int, n_cols: int) -> int:
-    import gguf
-
-    register_with_gguf()
-    block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(type_id)]
-    return n_rows * (n_cols // block) * size
 
 
 @dataclass
@@ -220,7 +184,7 @@ def _default_type(name: str, shape: tuple[int, ...], group: int) -> int:
         return F32
     if name.endswith(QKV_SUFFIXES):
         return Q8_0
-    return HM_TYPES[group]
+    return HM_Q4[group]
 
 
 def _fit(t: TensorPlan, wanted: int) -> tuple[int, str | None]:
@@ -232,8 +196,8 @@ def _fit(t: TensorPlan, wanted: int) -> tuple[int, str | None]:
         if wanted in (F32, F16):
             return wanted, None
         return F32, "1-D tensors stay float"
-    if wanted in HM_NAMES:
-        group = {v: k for k, v in HM_TYPES.items()}[wanted]
+    if wanted in HM_GROUP:
+        group = HM_GROUP[wanted]
         why = None
         if len(t.shape) != 2:
             why = f"INT4 holds 2-D matrices, this one has {len(t.shape)} dimensions"
@@ -264,9 +228,9 @@ def plan_tensors(reader, group: int, rules: list[KeepRule], rotate: bool = True)
     plans = []
     for rt in reader.tensors:
         source = int(rt.tensor_type)
-        if source not in READABLE:
+        if source not in T.READABLE:
             raise HmbuildError(f"Tensor {rt.name} has type {type_name(source)}, which hmbuild quantize cannot read "
-                               f"(it reads {', '.join(sorted(set(READABLE.values())))}).")
+                               f"(it reads {', '.join(sorted(map(type_name, T.READABLE)))}).")
         shape = tuple(int(x) for x in rt.shape)
         plans.append(TensorPlan(name=rt.name, shape=shape, source_type=source, source_bytes=int(rt.n_bytes)))
     used = [False] * len(rules)
@@ -282,12 +246,12 @@ def plan_tensors(reader, group: int, rules: list[KeepRule], rotate: bool = True)
         t.type, t.reason = _fit(t, t.wanted)
         if t.wanted == SOURCE:
             t.wanted = t.type
-        t.nbytes = type_nbytes(t.type, t.n_rows, t.n_cols)
+        t.nbytes = T.nbytes(t.type, t.n_rows, t.n_cols)
         t.source_rotated = t.name in source_rotated
         if t.type == t.source_type:
             t.rotated = t.source_rotated
         else:
-            t.rotated = rotate and t.type in HM_NAMES and len(t.shape) == 2 and t.n_cols % ROTATION_BLOCK == 0
+            t.rotated = rotate and t.type in HM_GROUP and len(t.shape) == 2 and t.n_cols % ROTATION_BLOCK == 0
     unused = [r.text for r, u in zip(rules, used) if not u]
     if unused:
         raise HmbuildError(f"--keep {', '.join(unused)} matches no tensor of the model; check the pattern against the "
@@ -308,9 +272,8 @@ def _dequantize_rows(raw: np.ndarray, t: TensorPlan) -> np.ndarray:
     """float32 [rows, n_cols] of a chunk of source rows (raw as the reader gives it, rows first)."""
     from gguf import GGMLQuantizationType, quants
 
-    if t.source_type in HM_NAMES:
-        group = {v: k for k, v in HM_TYPES.items()}[t.source_type]
-        return dequantize_hm_q4(np.ascontiguousarray(raw).tobytes(), raw.shape[0], t.n_cols, group)
+    if t.source_type in HM_GROUP:
+        return dequantize_hm_q4(np.ascontiguousarray(raw).tobytes(), raw.shape[0], t.n_cols, HM_GROUP[t.source_type])
     out = quants.dequantize(np.ascontiguousarray(raw), GGMLQuantizationType(t.source_type))
     return np.asarray(out, dtype=np.float32).reshape(raw.shape[0], t.n_cols)
 
@@ -322,8 +285,8 @@ def _convert_rows(w: np.ndarray, t: TensorPlan, factor: gptq.Factor | None = Non
         return np.ascontiguousarray(w, dtype=np.float32)
     if t.type == F16:
         return w.astype(np.float16)
-    if t.type in HM_NAMES:
-        group = {v: k for k, v in HM_TYPES.items()}[t.type]
+    if t.type in HM_GROUP:
+        group = HM_GROUP[t.type]
         q, d = quantize_hm_q4_codes(w, group) if factor is None else gptq.quantize_codes(w, group, factor)
         return np.frombuffer(pack_hm_q4(q, d, group), dtype=np.uint8)
     return quants.quantize(w, GGMLQuantizationType(t.type))
@@ -535,7 +498,7 @@ def quantize_model(input_path: Path, output_path: Path, scheme: str = "int4-g128
         calibrated = []
         for rt, t in zip(reader.tensors, plans):
             factor = None
-            if factors is not None and t.type in HM_NAMES and t.type != t.source_type:
+            if factors is not None and t.type in HM_GROUP and t.type != t.source_type:
                 factor = factors.factor(t.name, t.n_cols, rotated=t.rotated)
                 if factor is not None:
                     calibrated.append(t.name)

@@ -1,0 +1,47 @@
+"""The Python GGUF type table (hmbuild/model/ggml_types.py): built on the gguf package, with
+hmbuild's INT4 types added, and in agreement with the C++ table (native/src/ggml_types.cpp)."""
+import re
+
+import gguf
+
+from conftest import REPO
+from hmbuild.model import ggml_types as T
+
+
+def test_the_named_ids_are_ggufs_own():
+    for name in ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
+        assert getattr(T, name) == gguf.GGMLQuantizationType[name].value, name
+
+
+def test_sizes_come_from_gguf_and_the_int4_types_are_added():
+    assert T.block(T.Q8_0) == gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType.Q8_0] == (32, 34)
+    assert T.block(T.Q4_K) == (256, 144) and T.bits_per_weight(T.Q6_K) == 6.5625
+    assert [T.block(T.HM_Q4[g]) for g in (32, 64, 128)] == [(32, 18), (64, 34), (128, 66)]
+    assert T.nbytes(T.HM_Q4[128], 4, 256) == 4 * 2 * 66 and T.fits(T.Q8_0, 640) and not T.fits(T.Q8_0, 100)
+    assert [T.type_name(t) for t in (T.Q4_K, 1064, 999)] == ["Q4_K", "HM_Q4_G64", "type 999"]
+    T.register_with_gguf()
+    assert gguf.GGMLQuantizationType(1128).name == "HM_Q4_G128"
+    assert gguf.GGML_QUANT_SIZES[1032] == (32, 18)
+
+
+def test_the_python_and_cpp_tables_agree():
+    """Every row of the C++ table (id, name, block size, bytes per block) is the Python table's,
+    and the types the engine runs are exactly the C++ rows that have a dot kernel."""
+    src = (REPO / "native/src/ggml_types.cpp").read_text()
+    header = (REPO / "native/include/hmllm/ggml_types.h").read_text()
+    ids = {name: int(v) for name, v in re.findall(r"^\s*(\w+) = (\d+),", header, re.M)}
+    rows = re.findall(r'\{GgmlType::(\w+),\s*"(\w+)",\s*(\d+),\s*([\d +]+),\s*\d+,\s*\w+(?:<\d+>)?,'
+                      r'\s*[\w:]+,\s*([\w:-]+)\}', src)
+    assert len(rows) == 18, f"the C++ table's rows were not all found: {rows}"
+    with_kernel = {ids[enum] for enum, *_, kernel in rows if kernel != "-1"}
+    assert T.ENGINE_TYPES == with_kernel
+    for enum, name, block, size, kernel in rows:
+        type_id = ids[enum]
+        assert T.type_name(type_id).lower() == name.lower() == enum.lower(), (enum, name)
+        cpp = (int(block), sum(map(int, size.split("+"))))
+        if enum == "Q8_1":
+            # ggml's block_q8_1 is 36 bytes (fp16 d and s); gguf-py still says 4 + 4 + 32 = 40. It
+            # is an activation format, never a tensor in a file; the C++ table follows ggml.
+            assert cpp == (32, 36) and T.block(type_id) == (32, 40)
+            continue
+        assert T.block(type_id) == cpp, name
