@@ -16,7 +16,8 @@ NAPI_DIR = REPO / "native/napi"
 CPP_LIMIT = re.compile(r"^const OptionLimit (k\w+) = \{([-\d.e+]+), ([-\d.e+]+), (true|false)\};", re.M)
 # The CLI options that are also options of the exported API: (command, flag) -> field.
 CLI_FIELDS = {("run", "--ctx"): "contextSize", ("run", "--threads"): "threads", ("run", "--max-tokens"): "maxTokens",
-              ("run", "--temperature"): "temperature", ("run", "--top-k"): "topK", ("run", "--top-p"): "topP"}
+              ("run", "--temperature"): "temperature", ("run", "--top-k"): "topK", ("run", "--top-p"): "topP",
+              ("run", "--seed"): "seed"}
 
 
 def shipped():

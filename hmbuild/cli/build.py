@@ -93,7 +93,7 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
 @click.option("--temperature", type=cli_range("temperature"), default=0.0, help="0: greedy.")
 @click.option("--top-k", type=cli_range("top_k"), default=40, show_default=True)
 @click.option("--top-p", type=cli_range("top_p"), default=0.95, show_default=True)
-@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.option("--seed", type=cli_range("seed"), default=0, show_default=True)
 @click.option("--ctx", "ctx_size", type=cli_range("ctx"), default=2048, show_default=True,
               help="Context size in tokens.")
 @click.option("--kv", type=click.Choice(["f16", "q8_0"]), default="f16", show_default=True, help="KV cache type.")

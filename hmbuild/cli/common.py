@@ -106,7 +106,7 @@ class Progress:
 
 # The CLI's names of the exported API's options; their ranges come from its description.
 API_FIELD = {"threads": "threads", "ctx": "contextSize", "max_tokens": "maxTokens", "temperature": "temperature",
-             "top_k": "topK", "top_p": "topP", "timeout": "timeoutMs", "queue_depth": "maxPending"}
+             "top_k": "topK", "top_p": "topP", "timeout": "timeoutMs", "queue_depth": "maxPending", "seed": "seed"}
 
 
 def cli_range(option: str) -> click.ParamType:

@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
         else if (k == "--threads") ok = parse_long(v, 0, 256, &n), a.threads = int(n);
         else if (k == "--ctx") ok = parse_long(v, 1, 1 << 20, &n), a.ctx = int(n);
         else if (k == "--top-k") ok = parse_long(v, 0, 1 << 30, &n), a.top_k = int(n);
-        else if (k == "--seed") ok = parse_long(v, 0, 0x7fffffff, &n), a.seed = static_cast<unsigned long long>(n);
+        // api.toml's InferOptions.seed: 0 .. 2^53 - 1, what a JS number holds exactly (hmbuild run checks it too).
+        else if (k == "--seed") ok = parse_long(v, 0, 9007199254740991L, &n), a.seed = static_cast<unsigned long long>(n);
         else if (k == "--temperature") ok = parse_float(v, 0.0f, 100.0f, &a.temperature);
         else if (k == "--top-p") ok = parse_float(v, 0.0f, 1.0f, &a.top_p);
         else if (k == "--kv") a.kv = v, ok = a.kv == "f16" || a.kv == "q8_0";
