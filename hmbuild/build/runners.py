@@ -130,7 +130,8 @@ def sanitizer_env(target: Target, sanitize: str) -> dict[str, str]:
     is not built with ASan, so for address the runtime is preloaded for the addon to use it; leak
     checking is off because Node itself keeps allocations alive at exit."""
     env = {"UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87"}
-    if sanitize == "address":
+    if sanitize in ("address", "address,undefined"):
+        # ASan's runtime must come first; the addon's own libubsan (address,undefined) follows it.
         env["LD_PRELOAD"] = _runtime_library(target, "libasan.so")
         # A small quarantine (default 256 MB) keeps a use-after-free caught within the last 16 MB
         # freed while RSS keeps meaning something: the stress test's plateau check stays on.

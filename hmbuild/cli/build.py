@@ -46,9 +46,9 @@ def build_cmd(ctx, target_flag, build_type_flag, remote_flag, as_json, verbose):
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
 @click.option("--model", "model_flag", type=click.Path(dir_okay=False, path_type=Path),
               help="Model file for the tests that run a real model (default: the cached Gemma 3 270M, fetched on first use).")
-@click.option("--sanitize", type=click.Choice(["address", "undefined", "thread"]),
-              help="Build the host library and tests with this sanitizer and run the same suites "
-                   "(thread: native suites only, as the system Node.js is not built with TSan).")
+@click.option("--sanitize", type=click.Choice(["address,undefined", "address", "undefined", "thread"]),
+              help="Build the host library and tests with this sanitizer (address,undefined: both in one build) and "
+                   "run the same suites (thread: native suites only, as the system Node.js is not built with TSan).")
 @click.option("--only", "only", metavar="NAMES",
               help="Run just these comma-separated native tests (e.g. kernels,session: what differs between CPUs); "
                    "the NAPI suites are skipped.")

@@ -29,8 +29,10 @@ class Project:
         return self.root / "src" / "main" / "cpp"
 
     def build_dir(self, target: str, build_type: str, sanitize: str | None = None) -> Path:
-        # Each sanitizer has its own folder (host-debug-address), so switching never rebuilds another's.
-        return self.root / "build" / f"{target}-{build_type.lower()}{'-' + sanitize if sanitize else ''}"
+        # Each sanitizer choice has its own folder (host-debug-address, host-release-address-undefined),
+        # so switching never rebuilds another's.
+        suffix = "-" + sanitize.replace(",", "-") if sanitize else ""
+        return self.root / "build" / f"{target}-{build_type.lower()}{suffix}"
 
     def setting(self, section: str, key: str, flag_value=None, env: str | None = None, default=None):
         """One setting, resolved flag > HMBUILD_<env> > hmbuild.toml [section] key > default."""
