@@ -1,7 +1,7 @@
 """The hmbuild command line. Commands only parse arguments and call library functions that return
 values; errors become one sentence on stderr and a non-zero exit. One module per group of commands:
 project (new, ci, update, check, api, lint), build (build, test, run, package), machine (targets,
-doctor, setup, fetch-model), model (quantize, plan, eval, bench)."""
+doctor, setup, fetch-model), model (quantize, plan, eval, bench), ndk (ndk-check)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from hmbuild import __version__
-from hmbuild.cli import build, machine, model, project
+from hmbuild.cli import build, machine, model, ndk, project
 from hmbuild.errors import HmbuildError
 
 
@@ -59,7 +59,7 @@ def cli(ctx: click.Context, directory: Path):
 
 
 # Every command of every group (`hmbuild --help` lists them by name).
-for _group in (project, build, machine, model):
+for _group in (project, build, machine, model, ndk):
     for _command in _group.COMMANDS:
         cli.add_command(_command)
 
