@@ -90,7 +90,15 @@ def parse_version_script(text: str) -> tuple[frozenset[str], tuple[str, ...]]:
     names: set[str] = set()
     patterns: list[str] = []
     scope = "global"  # a node with no label exports what it lists
-    for token in re.findall(r'global:|local:|"[^"]*"|[^\s;{}]+', text):
+    depth = 0  # outside braces are version node names and their parents, not symbols
+    for token in re.findall(r'global:|local:|"[^"]*"|[{}]|[^\s;{}]+', text):
+        if token in "{}":
+            depth += 1 if token == "{" else -1
+            if depth == 0:
+                scope = "global"
+            continue
+        if depth == 0:
+            continue
         if token in ("global:", "local:"):
             scope = token[:-1]
             continue
