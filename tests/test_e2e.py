@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -83,6 +84,49 @@ def test_linux_arm64_build_is_aarch64(project):
     assert data["triple"] == "aarch64-linux-gnu"
     assert elf_machine(data["library"]) == 183
     assert data["build_dir"].endswith("build/linux-arm64-release")
+
+
+OHOS_PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "ohos-public"
+if not OHOS_PUBLIC.is_dir():
+    OHOS_PUBLIC = Path("/work/shared/ohos-public")
+needs_public = pytest.mark.skipif(not OHOS_PUBLIC.is_dir(), reason="needs ../shared/ohos-public (OpenHarmony's public files)")
+
+
+@pytest.mark.qemu
+@arm64
+@needs_public
+def test_the_linux_arm64_build_fails_the_ndk_check_naming_why(project):
+    """The glibc build (built once above) is no OHOS module: glibc's NEEDED and symbol versions,
+    lazy binding, no OHOS note, libstdc++ imports. Its registration is already the ArkTS way."""
+    from hmbuild.build.ndk_check import NdkExports, check_module
+
+    lib = build_json(project, "--target", "linux-arm64")["library"]  # up to date: no rebuild
+    report = check_module(Path(lib), arch="aarch64", exports=NdkExports.from_public(OHOS_PUBLIC))
+    failed = {c.name: c.detail for c in report.failed()}
+    assert set(failed) == {"needed", "glibc", "bind-now", "ohos-note", "imports"}, "\n".join(report.lines())
+    assert "libstdc++.so.6" in failed["needed"] and "libc.so.6" in failed["needed"]
+    assert "GLIBC" in failed["glibc"]
+    assert report.kind == "ArkTS module"
+    proc = run_hmbuild("ndk-check", lib, "--ohos-public", str(OHOS_PUBLIC))
+    assert proc.returncode == 1 and "fails the NDK-module check" in proc.stdout
+
+
+@needs_public
+@pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
+def test_the_host_build_registers_its_name_and_api_functions_with_the_arkts_double(host_project, tmp_path):
+    """The registration loader (a test double of the ArkTS runtime) dlopens the host build: its
+    constructor calls napi_module_register, and nm_register_func defines what api.toml declares."""
+    from hmbuild.build.ndk_check import NdkExports
+    from hmbuild.build.registration import build_loader, registration
+    from hmbuild.config.api_schema import NAPI_HEADERS, known_limits, known_symbols, load_api
+
+    napi = host_project / NAPI_HEADERS
+    api = load_api(host_project / "api.toml", known_symbols(napi), known_limits(napi))
+    loader = build_loader(["clang-19"], tmp_path / "loader",
+                          napi_names=NdkExports.from_public(OHOS_PUBLIC).names["libace_napi.z.so"])
+    reg = registration(host_project / "build" / "host-release" / "libdemo.so", loader.parent)
+    assert reg.modname == "demo" and reg.registrations == 1
+    assert list(reg.functions) == [f.name for f in api.functions]
 
 
 # The generated CI files' commands (test_ci checks that every one is run here): the whole suite runs

@@ -243,3 +243,56 @@ def test_bad_input_is_one_sentence(tmp_path, what):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hmbuild: error: ") and "Traceback" not in proc.stderr
     assert ("is not an ELF file" if what == "not an ELF file" else "does not exist") in lines[0]
+
+
+# -- the registration loader (a test double of the ArkTS runtime) ---------------------------------
+
+REGISTERING = """
+#include <node_api.h>
+static napi_value init(napi_env env, napi_value exports) {
+    napi_property_descriptor props[] = {
+        {"alpha", 0, 0, 0, 0, 0, napi_default, 0}, {"beta", 0, 0, 0, 0, 0, napi_default, 0}};
+    napi_value v;
+    napi_create_int32(env, 1, &v);  /* a stub of the double: returns napi_ok */
+    napi_define_properties(env, exports, 2, props);
+    return exports;
+}
+static napi_module mod = {1, 0, 0, init, "tiny", 0, {0}};
+%(attr)s void register_tiny(void) { napi_module_register(&mod); }
+"""
+
+
+@pytest.fixture(scope="module")
+def host_loader(tmp_path_factory, exports):
+    from hmbuild.build.registration import build_loader
+    from hmbuild.targets.node import napi_headers_dir
+
+    if not CLANG:
+        pytest.skip("needs clang-19")
+    try:
+        headers = napi_headers_dir()
+    except HmbuildError as exc:
+        pytest.skip(str(exc))
+    out = tmp_path_factory.mktemp("loader")
+    build_loader([CLANG], out, napi_names=exports.names["libace_napi.z.so"], include_dir=headers)
+    return out, headers
+
+
+@needs_public
+@pytest.mark.parametrize("ctor", [True, False])
+def test_the_loader_reports_what_a_constructor_registers(tmp_path, host_loader, ctor):
+    from hmbuild.build.registration import registration
+
+    loader_dir, headers = host_loader
+    src = tmp_path / "tiny.c"
+    src.write_text(REGISTERING % {"attr": "__attribute__((constructor))" if ctor else ""})
+    lib = tmp_path / "libtiny.so"
+    subprocess.run([CLANG, "-shared", "-fPIC", f"-I{headers}", str(src), "-o", str(lib)], check=True)
+    if ctor:
+        reg = registration(lib, loader_dir)
+        assert (reg.modname, reg.functions, reg.registrations) == ("tiny", ("alpha", "beta"), 1)
+    else:
+        with pytest.raises(HmbuildError, match="no constructor called napi_module_register"):
+            registration(lib, loader_dir)
+    with pytest.raises(HmbuildError, match="dlopen .* failed"):
+        registration(src, loader_dir)
