@@ -37,7 +37,7 @@ def test_a_plain_install_plans_a_3b_model(plain_venv, tmp_path):
     assert data["ok"] is True and data["total_bytes"] > 1_000_000_000
 
 
-@pytest.mark.parametrize("command", ["quantize", "eval", "bench", "build", "test", "package", "new", "run"])
+@pytest.mark.parametrize("command", ["quantize", "eval", "bench", "build", "test", "package", "new", "run", "ndk-check"])
 def test_a_plain_install_has_every_command(plain_venv, tmp_path, command):
     proc = subprocess.run([str(plain_venv / "bin/hmbuild"), command, "--help"], cwd=tmp_path, capture_output=True,
                           text=True)
@@ -49,3 +49,12 @@ def test_a_plain_install_generates_a_project(plain_venv, tmp_path):
                           text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "p/hmbuild.toml").is_file() and (tmp_path / "p/src/main/cpp/hmllm/src/engine.cpp").is_file()
+
+
+def test_a_plain_install_has_the_ndk_check_and_the_loader_sources(plain_venv, tmp_path):
+    """pyelftools is a runtime dependency, and the registration loader's C sources ship in the wheel."""
+    code = ("import elftools, hmbuild.build.ndk_check, hmbuild.build.registration as r; "
+            "print(sorted(p.name for p in r.SOURCES.iterdir()))")
+    proc = subprocess.run([str(plain_venv / "bin/python"), "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['ace_napi_double.c', 'loader.c']"
