@@ -129,6 +129,21 @@ def test_the_host_build_registers_its_name_and_api_functions_with_the_arkts_doub
     assert list(reg.functions) == [f.name for f in api.functions]
 
 
+@pytest.mark.qemu
+@arm64
+@needs_public
+def test_the_linux_arm64_build_registers_under_qemu_with_the_arkts_double(project, tmp_path):
+    """The same loader, cross-built and run through a runner prefix, as the ohos targets will use it."""
+    from hmbuild.build.ndk_check import NdkExports
+    from hmbuild.build.registration import build_loader, registration
+
+    lib = build_json(project, "--target", "linux-arm64")["library"]  # up to date: no rebuild
+    loader = build_loader(["aarch64-linux-gnu-gcc"], tmp_path / "loader",
+                          napi_names=NdkExports.from_public(OHOS_PUBLIC).names["libace_napi.z.so"])
+    reg = registration(Path(lib), loader.parent, runner=["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"])
+    assert reg.modname == "demo" and "init" in reg.functions and "inferAsync" in reg.functions
+
+
 # The generated CI files' commands (test_ci checks that every one is run here): the whole suite runs
 # under qemu once, on cortex-a76, in bootstrap.sh (CI's main job); the CPUs of the other NEON kernel
 # sets, cortex-a53 (no dotprod) and max (dotprod and i8mm: the kernel suite compares every set with
