@@ -354,6 +354,10 @@ def _libcxx(native: Path, src: Path, progress: Progress) -> None:
     if zig_patch in config:
         (inc / "__config").write_text(config.replace(zig_patch, "#include <__config_site>"), encoding="utf-8")
     shutil.copytree(src / "libcxxabi/include", inc, dirs_exist_ok=True)
+    # The OHOS driver adds llvm/include/c++/v1 only when llvm/include/<triple>/c++/v1 exists (the
+    # SDK's per-target __config_site folder); ours is shared by both triples, so these stay empty.
+    for triple in TRIPLES:
+        (native / "llvm" / "include" / triple / "c++" / "v1").mkdir(parents=True)
     clang = native / "llvm/bin/clang"
     sources = _libcxx_sources(src)
     common = ["-O2", "-fPIC", "-DNDEBUG", "-funwind-tables", "-Wno-everything"]
