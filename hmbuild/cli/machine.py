@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from hmbuild.build.doctor import doctor as run_doctor
@@ -10,6 +12,7 @@ from hmbuild.build.tools import ensure_conan_home
 from hmbuild.cli.common import JSON_HELP, emit_json
 from hmbuild.model.catalog import KNOWN_MODELS, fetch_model
 from hmbuild.targets.node import arm64_node, napi_headers_dir
+from hmbuild.targets.ohos_standin import STANDIN_WHAT, build_standin
 from hmbuild.targets.target import TARGET_NAMES, resolve_target
 
 
@@ -57,8 +60,15 @@ def doctor(as_json):
 
 
 @click.command()
-def setup():
-    """Install hmbuild's cached tools: Node-API headers, the aarch64 Node.js, the Conan home."""
+@click.option("--ohos-public", "ohos_public", type=click.Path(path_type=Path), default=None,
+              help="Also assemble the OpenHarmony SDK stand-in from this folder of public OpenHarmony files "
+                   "(like ../shared/ohos-public); a real SDK (OHOS_NDK_HOME) still wins.")
+def setup(ohos_public):
+    """Install hmbuild's cached tools: Node-API headers, the aarch64 Node.js, the Conan home;
+    with --ohos-public, the OpenHarmony SDK stand-in."""
+    if ohos_public is not None:
+        native, built = build_standin(ohos_public, progress=lambda s: click.echo(f"ohos stand-in: {s}", err=True))
+        click.echo(f"OpenHarmony SDK stand-in ({STANDIN_WHAT}): {native}" + ("" if built else " (cached)"))
     ensure_conan_home()
     click.echo(f"Node-API headers: {napi_headers_dir(install=True)}")
     click.echo(f"aarch64 Node.js: {arm64_node(install=True)}")

@@ -282,13 +282,34 @@ def ohos_sdk_candidates() -> list[tuple[str, Path]]:
 
 
 def find_ohos_sdk() -> tuple[Path | None, list[str]]:
-    """(native/ folder of the first valid SDK, the places looked at)."""
+    """(native/ folder of the first valid SDK, the places looked at). A real SDK (OHOS_SDK_NATIVE,
+    OHOS_NDK_HOME, DevEco's default places) always wins; hmbuild's stand-in from public parts
+    (`hmbuild setup --ohos-public DIR`) is used only when there is none."""
+    from hmbuild.targets.ohos_standin import find_standin
+
     looked = []
     for source, native in ohos_sdk_candidates():
         looked.append(f"{native} ({source})")
         if (native / "build" / "cmake" / "ohos.toolchain.cmake").is_file():
             return native, looked
+    standin = find_standin()
+    looked.append(f"{standin or 'hmbuild cache'} (stand-in from `hmbuild setup --ohos-public`)")
+    if standin is not None:
+        return standin, looked
     return None, looked
+
+
+OHOS_STL_ENV = "HMBUILD_OHOS_STL"
+OHOS_STLS = ("c++_shared", "c++_static")
+
+
+def ohos_stl() -> str:
+    """OHOS_STL for the ohos targets: c++_shared (DevEco's template default; the HAR then ships
+    libc++_shared.so) unless HMBUILD_OHOS_STL=c++_static asks for libc++ linked in."""
+    stl = os.environ.get(OHOS_STL_ENV, "").strip() or "c++_shared"
+    if stl not in OHOS_STLS:
+        raise HmbuildError(f"{OHOS_STL_ENV}={_shown(stl)} is not an OHOS STL; use c++_shared or c++_static.")
+    return stl
 
 
 def _ohos_target(name: str) -> Target:
@@ -298,10 +319,17 @@ def _ohos_target(name: str) -> Target:
     found = {}
     toolchain_file = cc = cxx = None
     version = "15"
+    standin = None
     if native is None:
-        missing.append(Missing("the OpenHarmony SDK (not found: OHOS_NDK_HOME and OHOS_SDK_NATIVE are unset or wrong)", OHOS_SDK_HINT))
+        missing.append(Missing("the OpenHarmony SDK (not found: OHOS_NDK_HOME and OHOS_SDK_NATIVE are unset or wrong)",
+                               OHOS_SDK_HINT + "; or build the stand-in: hmbuild setup --ohos-public DIR"))
     else:
-        found["ohos_sdk"] = str(native)
+        from hmbuild.targets.ohos_standin import STANDIN_WHAT, standin_info
+
+        standin = standin_info(native)
+        found["ohos_sdk"] = str(native) + (f" (stand-in: {STANDIN_WHAT})" if standin else "")
+        found["ohos_sdk_kind"] = "stand-in" if standin else "OpenHarmony SDK"
+        found["ohos_stl"] = ohos_stl()
         toolchain_file = native / "build" / "cmake" / "ohos.toolchain.cmake"
         clangxx = native / "llvm" / "bin" / "clang++"
         if clangxx.exists():
@@ -312,7 +340,8 @@ def _ohos_target(name: str) -> Target:
         name=name,
         triple="aarch64-linux-ohos" if arm else "x86_64-linux-ohos",
         description=("HarmonyOS NEXT / OpenHarmony phones (arm64-v8a)" if arm
-                     else "the DevEco emulator ABI (x86_64)") + "; needs the OpenHarmony SDK; tests run on a device",
+                     else "the DevEco emulator ABI (x86_64)") + (
+            f"; hmbuild's SDK stand-in ({STANDIN_WHAT})" if standin else "; needs the OpenHarmony SDK; tests run on a device"),
         conan_os="OHOS",
         conan_arch="armv8" if arm else "x86_64",
         compiler="clang",
@@ -322,7 +351,7 @@ def _ohos_target(name: str) -> Target:
         cxx=cxx,
         sysroot=(native / "sysroot") if native else None,
         cmake_toolchain_file=toolchain_file,
-        cmake_cache={"OHOS_ARCH": "arm64-v8a" if arm else "x86_64", "OHOS_STL": "c++_shared", "OHOS_PLATFORM": "OHOS"},
+        cmake_cache={"OHOS_ARCH": "arm64-v8a" if arm else "x86_64", "OHOS_STL": ohos_stl(), "OHOS_PLATFORM": "OHOS"},
         runner=None,
         cpus=(),
         node_arch=None,
