@@ -136,3 +136,30 @@ def test_cxx_static_exports_no_libcxx(standin, tmp_path):
         archive_defs |= {line.strip() for line in out.splitlines() if line.strip() and not line.endswith(":")}
     leaked = [s for s in exported if s in archive_defs or s.startswith(("__cxa_", "_Unwind_"))]
     assert not leaked, leaked[:10]
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("target", ["ohos-arm64", "ohos-x86_64"])
+def test_ohos_native_suites_and_arkts_registration_pass(ohos_project, target):
+    """`hmbuild test` on the OHOS build: the native suites (kernels, session on the real model, …)
+    on the stand-in's musl and libc++ (aarch64 under qemu, x86_64 through the musl loader), then the
+    module loaded the ArkTS way by the registration loader double. The Node suites are skipped, and say why."""
+    proc = run_hmbuild("-C", str(ohos_project), "test", "--target", target, "--json", env=BUILD_ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    suites = {s["name"]: s for s in report["suites"]}
+    assert suites["native (ctest)"]["failed"] == 0 and suites["native (ctest)"]["passed"] >= 100
+    assert suites["registration (ArkTS loader double)"] == {
+        "name": "registration (ArkTS loader double)", "passed": 3, "failed": 0, "failures": []}
+    assert [s["suite"] for s in report["skipped"]] == ["napi"]
+
+
+def test_the_har_carries_both_abis_with_libcxx_shared(ohos_project):
+    proc = run_hmbuild("-C", str(ohos_project), "package", "--target", "ohos-arm64", "--target", "ohos-x86_64",
+                       "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["abis"] == ["arm64-v8a", "x86_64"] and data["not_ohos_binary"] is False
+    for abi in ("arm64-v8a", "x86_64"):
+        assert f"package/libs/{abi}/libdemo.so" in data["files"]
+        assert f"package/libs/{abi}/libc++_shared.so" in data["files"]

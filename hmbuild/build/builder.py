@@ -205,6 +205,11 @@ def build(project: Project, target: Target, build_type: str, verbose: bool = Fal
     library = build_dir / project.library_name
     if not library.is_file():
         raise HmbuildError(f"The build finished but {library} is missing; see {log}.")
+    if target.conan_os == "OHOS":
+        from hmbuild.build.ohos import check_built_module
+
+        check_built_module(target, library)  # what the device provides: NDK imports only, registration, BIND_NOW
+        print(f"hmbuild: {library.name} passes the NDK-module check", file=sys.stderr)
     return BuildResult(
         target=target.name,
         triple=target.triple,

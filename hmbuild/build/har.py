@@ -229,6 +229,12 @@ def package_har(project: Project, targets: list[str] | None, build_type: str) ->
     entries["package/oh-package.json5"] = (_manifest(project, meta), 0o644)
     for t, data in libs.items():
         entries[f"package/libs/{abi_of[t]}/{project.library_name}"] = (data, 0o755)
+        if t in OHOS_ABIS:
+            # c++_shared: libc++_shared.so is not on the device's allow-list, so the HAR carries it.
+            from hmbuild.build.ohos import shipped_libraries
+
+            for extra in shipped_libraries(resolve_target(t)):
+                entries[f"package/libs/{abi_of[t]}/{extra.name}"] = (extra.read_bytes(), 0o755)
     warnings = []
     if layout_only:
         entries[f"package/{NOTE_NAME}"] = (_note(project, layout_only), 0o644)

@@ -242,6 +242,33 @@ def ensure_runnable(target: Target) -> None:
         )
 
 
+def registration_suite(project: Project, target: Target, build: BuildResult, env: dict[str, str]) -> SuiteResult:
+    """An OHOS module loaded the ArkTS way (dlopen; its constructor calls napi_module_register) by
+    the loader double: it must register the project's name with the functions api.toml declares."""
+    from hmbuild.build.ohos import registration_loader, runner_with_library_first
+    from hmbuild.build.registration import registration
+    from hmbuild.config.api_schema import NAPI_HEADERS, api_file_of, known_limits, known_symbols, load_api
+
+    name = "registration (ArkTS loader double)"
+    print(f"hmbuild: loading {build.library.name} the ArkTS way (registration loader double)", file=sys.stderr)
+    try:
+        loader = registration_loader(target, build.build_dir)
+        got = registration(build.library, loader, runner=runner_with_library_first(target.runner, loader))
+    except HmbuildError as err:
+        return SuiteResult(name, 0, 1, [str(err)])
+    napi = project.root / NAPI_HEADERS
+    want = [f.name for f in load_api(project.root / api_file_of(project), known_symbols(napi),
+                                     known_limits(napi)).functions]
+    failures = []
+    if got.modname != project.name:
+        failures.append(f"registered module name {got.modname!r}, expected {project.name!r}")
+    if sorted(got.functions) != sorted(want):
+        failures.append(f"registered functions {', '.join(got.functions)}; api.toml declares {', '.join(want)}")
+    if got.registrations != 1:
+        failures.append(f"napi_module_register was called {got.registrations} times, expected once")
+    return SuiteResult(name, 3 - len(failures), len(failures), failures)
+
+
 def native_test_names(build: BuildResult) -> list[str]:
     """The names of the native tests in a build (hmllm.<name> in ctest), e.g. kernels, session."""
     proc = subprocess.run([tool_path("ctest"), "--test-dir", str(build.build_dir), "--show-only=json-v1"],
@@ -273,6 +300,11 @@ def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | N
     skipped = []
     if only:
         skipped.append({"suite": "napi", "reason": f"--only {','.join(only)} runs native tests alone"})
+    elif target.conan_os == "OHOS":
+        from hmbuild.build.ohos import NAPI_SKIP_REASON
+
+        suites.append(registration_suite(project, target, build, env))
+        skipped.append({"suite": "napi", "reason": NAPI_SKIP_REASON})
     elif build.sanitize == "thread":
         skipped.append({"suite": "napi", "reason": NAPI_UNDER_TSAN})
         print(f"hmbuild: NAPI suite skipped: {NAPI_UNDER_TSAN}", file=sys.stderr)

@@ -71,7 +71,8 @@ class Target:
 
     @property
     def emulated(self) -> bool:
-        return bool(self.runner)
+        # Under qemu-aarch64 (linux-arm64, ohos-arm64); ohos-x86_64's runner is the musl loader, native.
+        return bool(self.runner) and Path(self.runner[0]).name.startswith("qemu")
 
     @property
     def can_run_tests(self) -> bool:
@@ -312,6 +313,20 @@ def ohos_stl() -> str:
     return stl
 
 
+def _ohos_runner(native: Path, arm: bool) -> tuple[str, ...] | None:
+    """How the stand-in's binaries run here, on its musl and libc++: aarch64 under
+    `qemu-aarch64 -L sysroot`, x86_64 natively through the sysroot's musl loader. A real SDK's
+    sysroot has no loader (the device has it), so its binaries run on a device only."""
+    triple = "aarch64-linux-ohos" if arm else "x86_64-linux-ohos"
+    sysroot = native / "sysroot"
+    libs = f"{native / 'llvm' / 'lib' / triple}:{sysroot / 'usr' / 'lib' / triple}"
+    if arm:
+        qemu = shutil.which("qemu-aarch64")
+        return (qemu, "-L", str(sysroot), "-E", f"LD_LIBRARY_PATH={libs}") if qemu else None
+    loader = sysroot / "lib" / "ld-musl-x86_64.so.1"
+    return (str(loader), "--library-path", libs) if loader.exists() else None
+
+
 def _ohos_target(name: str) -> Target:
     arm = name == "ohos-arm64"
     native, looked = find_ohos_sdk()
@@ -336,6 +351,7 @@ def _ohos_target(name: str) -> Target:
             cxx, cc = str(clangxx), str(native / "llvm" / "bin" / "clang")
             version = _compiler_identity(cxx)[1]
             found["compiler"] = cxx
+    runner = _ohos_runner(native, arm) if standin else None
     return Target(
         name=name,
         triple="aarch64-linux-ohos" if arm else "x86_64-linux-ohos",
@@ -351,9 +367,11 @@ def _ohos_target(name: str) -> Target:
         cxx=cxx,
         sysroot=(native / "sysroot") if native else None,
         cmake_toolchain_file=toolchain_file,
-        cmake_cache={"OHOS_ARCH": "arm64-v8a" if arm else "x86_64", "OHOS_STL": ohos_stl(), "OHOS_PLATFORM": "OHOS"},
-        runner=None,
-        cpus=(),
+        cmake_cache={"OHOS_ARCH": "arm64-v8a" if arm else "x86_64", "OHOS_STL": ohos_stl(), "OHOS_PLATFORM": "OHOS",
+                     # ctest runs the native tests through the runner (the toolchain file sets none).
+                     **({"CMAKE_CROSSCOMPILING_EMULATOR": ";".join(runner)} if runner else {})},
+        runner=runner,
+        cpus=ARM64_TEST_CPUS if (arm and standin) else (),
         node_arch=None,
         missing=tuple(missing),
         found=found | {"looked_in": "; ".join(looked) or "nowhere"},

@@ -218,18 +218,22 @@ void attend_group(const KvCache& kv, int layer, int kv_off, int start, int p, in
                   float* og) {
     const int gs = G > 0 ? G : group;
     const int blk = kv.block(), nblk = hd / blk, len = p - start + 1;
-    thread_local std::vector<float> qt, ot, scores, vals, scales, acc, part;
-    qt.resize(size_t(hd) * gs);
-    ot.assign(size_t(hd) * gs, 0.0f);
-    scores.resize(size_t(len) * gs);
-    vals.resize(size_t(hd));
-    scales.resize(size_t(nblk));
-    acc.resize(size_t(gs));
-    part.resize(size_t(gs));
+    // One scratch block per call, not thread_local vectors: with emulated TLS (OHOS, Android) a
+    // thread_local with a destructor can be destroyed after its TLS block is freed at thread exit
+    // (the two pthread-key destructors run in no fixed order), which crashed on musl.
+    const size_t n_qt = size_t(hd) * gs, n_scores = size_t(len) * gs;
+    std::vector<float> scratch(2 * n_qt + n_scores + size_t(hd) + size_t(nblk) + 2 * size_t(gs), 0.0f);
+    float* const qt = scratch.data();
+    float* const ot = qt + n_qt;  // zeroed: the weighted values accumulate into it
+    float* const scores = ot + n_qt;
+    float* const vals = scores + n_scores;
+    float* const scales = vals + hd;
+    float* const acc = scales + nblk;
+    float* const part = acc + gs;
     for (int h = 0; h < gs; ++h)
         for (int i = 0; i < hd; ++i) qt[size_t(i) * gs + h] = qg[size_t(h) * hd + i];
     for (int j = start; j <= p; ++j) {
-        kv.head_values(KvCache::Which::K, layer, j, kv_off, vals.data(), scales.data());
+        kv.head_values(KvCache::Which::K, layer, j, kv_off, vals, scales);
         for (int h = 0; h < gs; ++h) acc[h] = 0.0f;
         for (int b = 0; b < nblk; ++b) {
             for (int h = 0; h < gs; ++h) part[h] = 0.0f;
@@ -256,7 +260,7 @@ void attend_group(const KvCache& kv, int layer, int kv_off, int start, int p, in
         for (int k = 0; k < len; ++k) sh[k] = sh[k] * inv;
     }
     for (int j = start; j <= p; ++j) {
-        kv.head_values(KvCache::Which::V, layer, j, kv_off, vals.data(), scales.data());
+        kv.head_values(KvCache::Which::V, layer, j, kv_off, vals, scales);
         for (int b = 0; b < nblk; ++b) {
             for (int h = 0; h < gs; ++h) part[h] = scores[size_t(h) * len + (j - start)] * scales[b];
             for (int i = b * blk; i < (b + 1) * blk; ++i) {

@@ -11,6 +11,11 @@
 
 #include <node_api.h>
 
+/* The SDK's node_api.h (Node 12 era) has no NAPI_CDECL; newer Node-API headers do. */
+#ifndef NAPI_CDECL
+#define NAPI_CDECL
+#endif
+
 #define HM_DOUBLE_MAX_PROPERTIES 256
 
 static napi_module *g_module;

@@ -13,6 +13,11 @@
 
 #include <node_api.h>
 
+/* The SDK's node_api.h (Node 12 era) has no NAPI_CDECL; newer Node-API headers do. */
+#ifndef NAPI_CDECL
+#define NAPI_CDECL
+#endif
+
 napi_module *hm_double_module(int *registrations);
 const char *hm_double_property(size_t i);
 
