@@ -37,8 +37,8 @@ def ndk_exports(target: Target) -> NdkExports:
 def shipped_libraries(target: Target) -> list[Path]:
     """Libraries the HAR carries next to lib<name>.so: libc++_shared.so under OHOS_STL=c++_shared
     (it is not on the system allow-list, so the app ships it)."""
-    if target.cmake_cache.get("OHOS_STL") != "c++_shared":
-        return []
+    if target.cmake_cache.get("OHOS_STL") != "c++_shared" or target.cmake_toolchain_file is None:
+        return []  # c++_static, or no SDK here to take it from (a library built elsewhere is packed as is)
     lib = native_dir(target) / "llvm" / "lib" / target.triple / "libc++_shared.so"
     if not lib.is_file():
         raise HmbuildError(f"{lib} is missing from the SDK; OHOS_STL=c++_shared needs it (reinstall the SDK, or "
