@@ -104,7 +104,6 @@ def test_text_output_is_a_table_with_a_row_per_thread_count(project):
     (["--prompt-tokens", "2000", "--gen-tokens", "100"], "context"),
     (["--kv", "q4"], "--kv"),
     (["--model", "/nonexistent/model.gguf"], "does not exist"),
-    (["--target", "ohos-arm64"], "ohos-arm64"),
     (["--cpu", "max"], "--cpu"),
 ])
 def test_bad_input_is_one_sentence_and_a_non_zero_exit(project, args, words):
@@ -113,6 +112,15 @@ def test_bad_input_is_one_sentence_and_a_non_zero_exit(project, args, words):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hmbuild: error: ") and words in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_bench_on_an_ohos_target_without_any_sdk_is_one_sentence(project, tmp_path):
+    # No real SDK and an empty cache, so no stand-in either (with one, ohos-arm64 benches under qemu).
+    env = {"OHOS_NDK_HOME": "", "OHOS_SDK_NATIVE": "", "HMBUILD_CACHE": str(tmp_path / "cache")}
+    proc = run_hmbuild("-C", str(project), "bench", "--target", "ohos-arm64", env=env)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hmbuild: error: ") and "ohos-arm64" in lines[0], proc.stderr
 
 
 def test_bad_input_with_json_still_prints_one_json_object(project):
