@@ -111,6 +111,19 @@ def test_the_manifest_names_the_types_inside_the_package(project):
     assert manifest["dependencies"] == {"libpk.so": "file:./src/main/cpp/types/libpk"}
 
 
+def test_the_build_profile_lists_only_the_abis_inside(project):
+    place_library(project, "ohos-arm64", fake_elf(183))
+    assert package(project).returncode == 0
+    har = project / "build" / "pk-0.1.0.har"
+    profile = json.loads(read_member(har, "package/build-profile.json5"))
+    assert profile["buildOption"]["externalNativeOptions"]["abiFilters"] == ["arm64-v8a"]
+    assert profile["apiType"] == "stageMode"  # the rest is the project's own
+    place_library(project, "ohos-x86_64", fake_elf(62))
+    assert package(project).returncode == 0
+    profile = json.loads(read_member(har, "package/build-profile.json5"))
+    assert profile["buildOption"]["externalNativeOptions"]["abiFilters"] == ["arm64-v8a", "x86_64"]
+
+
 def test_version_comes_from_oh_package_json5_with_comments(project):
     text = (project / "oh-package.json5").read_text()
     text = text.replace('"version": "0.1.0",', '// bumped for release\n  "version": "1.2.3", /* semver */')

@@ -4,7 +4,8 @@ A HAR is a gzip'd tar whose entries all sit under package/, like an npm tarball 
 hvigor writes it that way and `ohpm install ./x.har` reads it): the module's oh-package.json5,
 Index.ets, src/main/ets/**, src/main/module.json5, the .so's type declarations under
 src/main/cpp/types/lib<name>/, and the compiled library as libs/<abi>/lib<name>.so (arm64-v8a for
-phones, x86_64 for the emulator). The C++ sources are not shipped.
+phones, x86_64 for the emulator), and build-profile.json5 with abiFilters naming the ABIs packed.
+The C++ sources are not shipped.
 
 The archive is deterministic: entries sorted, one fixed mtime, uid/gid 0, modes 0644 (0755 for
 the .so), gzip header without name or time, so the same inputs give the same bytes. It is
@@ -206,6 +207,21 @@ def _manifest(project: Project, meta: dict) -> bytes:
     return (json.dumps(out, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def _build_profile(project: Project, abis: list[str]) -> bytes:
+    """package/build-profile.json5: the project's own, with abiFilters naming the ABIs this HAR
+    carries, so an app's build (hvigor) never asks for a libs/<abi>/ that is not inside."""
+    path = project.root / "build-profile.json5"
+    profile = read_json5(path) if path.is_file() else {"apiType": "stageMode"}
+    build_option = profile.get("buildOption")
+    if not isinstance(build_option, dict):
+        build_option = profile["buildOption"] = {}
+    native = build_option.get("externalNativeOptions")
+    if not isinstance(native, dict):
+        native = build_option["externalNativeOptions"] = {}
+    native["abiFilters"] = abis
+    return (json.dumps(profile, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def _note(project: Project, targets: list[str]) -> bytes:
     return (f"This HAR was packed by hmbuild for a layout check only.\n\n"
             f"libs/arm64-v8a/{project.library_name} is not an OHOS binary: it was built for {', '.join(targets)}\n"
@@ -227,6 +243,7 @@ def package_har(project: Project, targets: list[str] | None, build_type: str) ->
     for rel, src in _project_files(project):
         entries[f"package/{rel}"] = (src.read_bytes(), 0o644)
     entries["package/oh-package.json5"] = (_manifest(project, meta), 0o644)
+    entries["package/build-profile.json5"] = (_build_profile(project, sorted({abi_of[t] for t in chosen})), 0o644)
     for t, data in libs.items():
         entries[f"package/libs/{abi_of[t]}/{project.library_name}"] = (data, 0o755)
         if t in OHOS_ABIS:
