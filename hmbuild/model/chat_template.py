@@ -23,7 +23,7 @@ import jinja2.ext
 import jinja2.nodes
 import jinja2.sandbox
 
-from hmbuild.config.settings import CHAT_TEMPLATES
+from hmbuild.config.settings import CHAT_TEMPLATES  # noqa: F401 - re-exported for the CLI
 
 FORMAT_VERSION = 1
 ROLES = ("system", "user", "assistant")
