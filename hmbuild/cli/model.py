@@ -1,4 +1,4 @@
-"""Commands for choosing and preparing a model for a phone: plan, quantize, eval, bench."""
+"""Commands for choosing and preparing a model for a phone: plan, quantize, eval, bench, chat-template."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hmbuild.build.builder import build
 from hmbuild.cli.common import JSON_HELP, Progress, cli_range, emit_json, info, model_path, resolve, resolve_runnable
 from hmbuild.errors import HmbuildError
 from hmbuild.model import calibrate
+from hmbuild.model import chat_template
 from hmbuild.model.bench import bench_options, format_table, run_bench
 from hmbuild.model.evaluate import check_inputs, evaluate
 from hmbuild.model.evaluate import format_report as format_eval
@@ -174,4 +175,27 @@ def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_token
             click.echo(line)
 
 
-COMMANDS = (quantize_cmd, plan_cmd, eval_cmd, bench_cmd)
+@click.command("chat-template")
+@click.argument("model", metavar="MODEL.gguf", type=click.Path(path_type=Path))
+@click.option("--template", "name", type=click.Choice(chat_template.CHAT_TEMPLATES),
+              help="A built-in format instead of the model's own tokenizer.chat_template.")
+@click.option("--template-file", type=click.Path(path_type=Path), help="Or a Hugging Face Jinja chat template file.")
+@click.option("--date-string", help='The date for templates that write today\'s date, e.g. "26 Jul 2024".')
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+def chat_template_cmd(model, name, template_file, date_string, as_json):
+    """Compile the model's chat template into the rules the runtime applies, verified, or refuse it."""
+    try:
+        fmt = chat_template.load_format(model, name=name, jinja_file=template_file, date_string=date_string)
+    except chat_template.ChatTemplateError as exc:
+        raise HmbuildError(str(exc)) from None
+    if fmt is None:
+        raise HmbuildError(f"{model} has no tokenizer.chat_template (a base model); pass --template "
+                           f"{'|'.join(chat_template.CHAT_TEMPLATES)} or --template-file FILE.")
+    if as_json:
+        emit_json({"ok": True, **fmt.to_json()})
+        return
+    for line in chat_template.describe(fmt):
+        click.echo(line)
+
+
+COMMANDS = (quantize_cmd, plan_cmd, eval_cmd, bench_cmd, chat_template_cmd)

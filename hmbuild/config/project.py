@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from hmbuild.config.settings import validate_name  # the rule `new` applied; a hand edit must keep it
+from hmbuild.config.settings import validate_chat, validate_name  # the rules `new` applied; a hand edit must keep them
 from hmbuild.errors import HmbuildError
 
 BUILD_TYPES = ("Release", "Debug")
@@ -62,6 +62,7 @@ def load_project(directory: str | Path) -> Project:
         validate_name(name)
     except HmbuildError as exc:
         raise HmbuildError(f"In {toml_path}, [project] name: {exc}") from None
+    validate_chat(settings.get("chat"), str(toml_path))
     return Project(root=root, name=name, settings=settings)
 
 

@@ -16,6 +16,8 @@ from hmbuild.errors import HmbuildError, shown as _shown
 
 # The CI providers `new --ci` and `hmbuild ci --provider` take.
 PROVIDERS = ("github", "gitlab", "none")
+# The built-in chat formats of [chat] template (hmbuild/model/chat_template.py holds their Jinja).
+CHAT_TEMPLATES = ("gemma", "chatml", "llama3", "none")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 MAX_NAME = 48
 MAX_DESCRIPTION = 200
@@ -168,6 +170,33 @@ def validate_intent(table, where: str) -> dict | None:
         raise HmbuildError(f"In {where}, [intent] min_margin must be a number from 0 to 100.")
     return {"labels": list(labels), "examples": examples, "calibrate": calibrate, "fallback": fallback,
             "min_margin": float(margin)}
+
+
+def validate_chat(table, where: str) -> dict:
+    """[chat]: at most one of template (a built-in name) and template_file (a Jinja file, relative
+    to the project), and date_string for templates that write the date. {} when absent: the
+    model's own tokenizer.chat_template is used."""
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise HmbuildError(f"In {where}, chat must be a [chat] table.")
+    unknown = sorted(set(table) - {"template", "template_file", "date_string"})
+    if unknown:
+        raise HmbuildError(f"In {where}, [chat] has the unknown key {unknown[0]!r}; use template, template_file "
+                           "or date_string.")
+    if "template" in table and "template_file" in table:
+        raise HmbuildError(f"In {where}, [chat] sets both template and template_file; keep one.")
+    name = table.get("template")
+    if name is not None and name not in CHAT_TEMPLATES:
+        raise HmbuildError(f"In {where}, [chat] template {_shown(str(name))} is not a built-in chat format; use one "
+                           f"of: {', '.join(CHAT_TEMPLATES)} (or template_file = \"path.jinja\").")
+    for key in ("template_file", "date_string"):
+        v = table.get(key)
+        if v is not None and (not isinstance(v, str) or not v or CONTROL_RE.search(v)):
+            raise HmbuildError(f"In {where}, [chat] {key} must be a one-line text, e.g. "
+                               + ('template_file = "chat.jinja".' if key == "template_file"
+                                  else 'date_string = "26 Jul 2024".'))
+    return dict(table)
 
 
 def read_config(path: str | Path) -> tuple[str, dict]:
