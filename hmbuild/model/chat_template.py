@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
-import struct
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import jinja2
@@ -382,7 +381,7 @@ def compile_template(source: str, *, bos_token: str, eos_token: str, eot_token: 
         got = render(messages, what=f"a padded {role} message")
         for trim in (False, True):
             rule = getattr(fmt, role)
-            candidate = _replace(fmt, **{role: _replace(rule, trim=trim)})
+            candidate = replace(fmt, **{role: replace(rule, trim=trim)})
             if candidate.render(messages, False) == got:
                 fmt = candidate
                 break
@@ -394,7 +393,7 @@ def compile_template(source: str, *, bos_token: str, eos_token: str, eot_token: 
     marker = eot_token or _marker(fmt.assistant.suffix, eos_token)
     if marker and marker not in stop:
         stop.append(marker)
-    fmt = _replace(fmt, stop=tuple(stop))
+    fmt = replace(fmt, stop=tuple(stop))
 
     for name, messages in VERIFY.items():
         if fmt.system.mode == "none":
@@ -420,12 +419,6 @@ def _writes_bos(source: str, eos_token: str, variables: dict) -> bool:
     except jinja2.TemplateError:
         return False
     return out.startswith(mark)
-
-
-def _replace(obj, **changes):
-    import dataclasses
-
-    return dataclasses.replace(obj, **changes)
 
 
 # --- where a format comes from -------------------------------------------------------------------
@@ -454,51 +447,15 @@ class GgufChat:
 def read_gguf_chat(path: str | Path) -> GgufChat:
     """tokenizer.chat_template and the bos/eos/eot token texts of a GGUF, read through plan's header
     reader (which steps over the vocabulary); only the few token strings needed are decoded."""
-    from hmbuild.errors import HmbuildError
-    from hmbuild.model.plan import _header_reader
+    from hmbuild.model.plan import field_value, open_gguf_header, string_array_items
 
-    path = Path(path)
-    if not path.is_file():
-        raise HmbuildError(f"Model file {path} does not exist; pass an existing .gguf file.")
-    try:
-        reader = _header_reader(path)
-    except Exception as exc:  # noqa: BLE001 - gguf raises ValueError/struct errors/etc. on junk
-        raise HmbuildError(f"{path} is not a readable GGUF file ({type(exc).__name__}: {exc}); "
-                           "pass a .gguf model.") from None
-
-    def scalar(key):
-        f = reader.fields.get(key)
-        try:
-            return f.contents() if f is not None else None
-        except Exception:  # noqa: BLE001
-            return None
-
-    ids = {k: scalar(f"tokenizer.ggml.{k}_token_id") for k in ("bos", "eos", "eot")}
-    wanted = {v for v in ids.values() if isinstance(v, int)}
-    texts = _token_texts(reader, wanted)
-    template = scalar("tokenizer.chat_template")
+    reader = open_gguf_header(Path(path))
+    ids = {k: field_value(reader, f"tokenizer.ggml.{k}_token_id") for k in ("bos", "eos", "eot")}
+    texts = string_array_items(reader, "tokenizer.ggml.tokens", {v for v in ids.values() if isinstance(v, int)})
+    template = field_value(reader, "tokenizer.chat_template")
     return GgufChat(chat_template=template if isinstance(template, str) and template else None,
                     bos=texts.get(ids["bos"], ""), eos=texts.get(ids["eos"], ""),
                     eot=texts.get(ids["eot"]) if ids["eot"] is not None else None)
-
-
-def _token_texts(reader, wanted: set[int]) -> dict[int, str]:
-    """The strings at the wanted indices of tokenizer.ggml.tokens, walked by their lengths."""
-    f = reader.fields.get("tokenizer.ggml.tokens")
-    if f is None or not wanted:
-        return {}
-    fmt = ">Q" if reader.byte_order == "S" else "<Q"
-    key_len = struct.unpack_from(fmt, reader.data, f.offset)[0]
-    offs = f.offset + 8 + key_len + 4 + 4          # key, value type, item type
-    count = struct.unpack_from(fmt, reader.data, offs)[0]
-    offs += 8
-    out, last = {}, max(wanted)
-    for i in range(min(count, last + 1)):
-        n = struct.unpack_from(fmt, reader.data, offs)[0]
-        if i in wanted:
-            out[i] = bytes(reader.data[offs + 8: offs + 8 + n]).decode("utf-8", errors="replace")
-        offs += 8 + n
-    return out
 
 
 def load_format(gguf_path: str | Path | None = None, name: str | None = None, jinja_file: str | Path | None = None,

@@ -297,10 +297,9 @@ def _header_reader(path: Path):
     return HeaderReader(str(path), "r")
 
 
-def read_gguf(path: Path) -> ModelDims:
-    """Hyper-parameters and tensor sizes of an LLM GGUF, read with the PyPI gguf package, as the
-    engine's load_model() reads them (head_dim = key_length or d_model / heads, kv heads = heads
-    unless given, context_length defaulting to 2048)."""
+def open_gguf_header(path: Path):
+    """The _header_reader of an existing GGUF file (hmbuild's own HM_Q4_G* types registered, so a
+    `hmbuild quantize` output reads too), or one sentence saying why it cannot be read."""
     path = Path(path)
     if not path.is_file():
         raise HmbuildError(f"Model file {path} does not exist; pass an existing .gguf file.")
@@ -310,21 +309,55 @@ def read_gguf(path: Path) -> ModelDims:
         raise HmbuildError("Reading a GGUF needs the gguf package; install it with: "
                            "pip install gguf==0.19.0 (or pip install -e '.[dev]').") from None
     try:
-        register_with_gguf()  # so files written by `hmbuild quantize` (HM_Q4_G* tensors) read too
-        reader = _header_reader(path)
+        register_with_gguf()
+        return _header_reader(path)
     except Exception as exc:  # noqa: BLE001 - gguf raises ValueError/struct errors/etc. on junk
         raise HmbuildError(f"{path} is not a readable GGUF file ({type(exc).__name__}: {exc}); "
                            "pass a .gguf model.") from None
 
+
+def field_value(reader, key: str):
+    """A metadata field's value, or None when it is absent or unreadable."""
+    f = reader.fields.get(key)
+    if f is None:
+        return None
+    try:
+        return f.contents()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def string_array_items(reader, key: str, wanted: set[int]) -> dict[int, str]:
+    """{index: text} of the wanted items of a string-array field, which _header_reader steps over
+    (its contents() is empty); walked by the items' lengths, up to the last index wanted."""
+    import struct
+
+    f = reader.fields.get(key)
+    if f is None or not wanted:
+        return {}
+    fmt = ">Q" if reader.byte_order == "S" else "<Q"
+    key_len = struct.unpack_from(fmt, reader.data, f.offset)[0]
+    offs = f.offset + 8 + key_len + 4 + 4          # key, value type, item type
+    count = struct.unpack_from(fmt, reader.data, offs)[0]
+    offs += 8
+    out, last = {}, max(wanted)
+    for i in range(min(count, last + 1)):
+        n = struct.unpack_from(fmt, reader.data, offs)[0]
+        if i in wanted:
+            out[i] = bytes(reader.data[offs + 8: offs + 8 + n]).decode("utf-8", errors="replace")
+        offs += 8 + n
+    return out
+
+
+def read_gguf(path: Path) -> ModelDims:
+    """Hyper-parameters and tensor sizes of an LLM GGUF, read with the PyPI gguf package, as the
+    engine's load_model() reads them (head_dim = key_length or d_model / heads, kv heads = heads
+    unless given, context_length defaulting to 2048)."""
+    path = Path(path)
+    reader = open_gguf_header(path)
+
     def value(key):
-        f = reader.fields.get(key)
-        if f is None:
-            return None
-        try:
-            v = f.contents()
-        except Exception:  # noqa: BLE001
-            return None
-        return v
+        return field_value(reader, key)
 
     def int_value(key):
         v = value(key)
