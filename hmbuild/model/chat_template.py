@@ -184,8 +184,9 @@ class ChatFormat:
                 continue
             if self.alternate:
                 if role != expected:
-                    raise ChatTemplateError(f"Message {n} is a {role} message where this template needs a {expected} "
-                                            "one; roles must alternate user/assistant after an optional system message.")
+                    raise ChatTemplateError(f"Message {n} is {_article(role)} {role} message where this template needs "
+                                            f"{_article(expected)} {expected} one; roles must alternate user/assistant "
+                                            "after an optional system message.")
                 expected = "assistant" if role == "user" else "user"
 
     def to_json(self) -> dict:
@@ -213,6 +214,10 @@ class ChatFormat:
         except (KeyError, TypeError, ValueError) as exc:
             raise ChatTemplateError(f"The chat format is incomplete or malformed ({type(exc).__name__}: {exc}).") from None
         return fmt
+
+
+def _article(word: str) -> str:
+    return "an" if word == "assistant" else "a"  # roles only: "a user", "an assistant"
 
 
 def _strip(text: str) -> str:
