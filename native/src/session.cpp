@@ -115,12 +115,17 @@ Status Session::run(const std::vector<int32_t>& prompt, const InferRequest& requ
     return Status{};
 }
 
+namespace {
+Status no_chat_format() {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "this session has no chat format; open it with the compiled format "
+                         "(InitOptions.chatFormat: the output of hmbuild chat-template MODEL.gguf --json)");
+}
+}  // namespace
+
 Status Session::chat_prompt(const std::vector<ChatMessage>& messages, std::string* text, std::vector<int32_t>* tokens) const {
     if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
-    if (!has_chat_format_)
-        return Status::error(ErrorCode::InvalidArgument,
-                             "this session has no chat format; open it with the compiled format "
-                             "(InitOptions.chatFormat: the output of hmbuild chat-template MODEL.gguf --json)");
+    if (!has_chat_format_) return no_chat_format();
     std::string prompt;
     Status st = chat_format_.render(messages, true, &prompt);
     if (!st.ok()) return st;
@@ -129,18 +134,29 @@ Status Session::chat_prompt(const std::vector<ChatMessage>& messages, std::strin
     return Status{};
 }
 
+Status Session::check_chat_fits(size_t n_prompt, int max_tokens) const {
+    if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
+    const int n_ctx = engine_->context_size();
+    if (static_cast<int64_t>(n_prompt) + max_tokens <= n_ctx) return Status{};
+    return Status::error(ErrorCode::InvalidArgument,
+                         "the conversation has " + std::to_string(n_prompt) + " tokens, and with " +
+                             std::to_string(max_tokens) + " for the answer it does not fit the context of " +
+                             std::to_string(n_ctx) + " tokens; drop the oldest turns or raise the context size");
+}
+
+Status Session::chat_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result) {
+    if (!has_chat_format_) return no_chat_format();
+    Status st = check_chat_fits(prompt.size(), request.max_tokens);
+    if (!st.ok()) return st;
+    return run(prompt, request, &chat_stops_, result);
+}
+
 Status Session::chat(const std::vector<ChatMessage>& messages, const InferRequest& request, InferResult* result) {
     std::string text;
     std::vector<int32_t> prompt;
     Status st = chat_prompt(messages, &text, &prompt);
     if (!st.ok()) return st;
-    const int n_ctx = engine_->context_size();
-    if (static_cast<int64_t>(prompt.size()) + request.max_tokens > n_ctx)
-        return Status::error(ErrorCode::InvalidArgument,
-                             "the conversation has " + std::to_string(prompt.size()) + " tokens, and with " +
-                                 std::to_string(request.max_tokens) + " for the answer it does not fit the context of " +
-                                 std::to_string(n_ctx) + " tokens; drop the oldest turns or raise the context size");
-    return run(prompt, request, &chat_stops_, result);
+    return chat_tokens(prompt, request, result);
 }
 
 Status Session::generate(std::string_view prompt, const InferRequest& request, InferResult* result) {

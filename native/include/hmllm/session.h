@@ -86,6 +86,11 @@ public:
     // a turn only prefills the new turns. Refused (InvalidArgument, one sentence): no chat format,
     // messages the format refuses, a prompt that leaves no room for max_tokens in the context.
     Status chat(const std::vector<ChatMessage>& messages, const InferRequest& request, InferResult* result);
+    // The steps of chat() for callers that want the token count first (the NAPI layer reports it
+    // with a refusal): whether a prompt of n tokens leaves max_tokens of room, and generation from
+    // chat_prompt()'s tokens with the format's stops.
+    Status check_chat_fits(size_t n_prompt, int max_tokens) const;
+    Status chat_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result);
     // The prompt chat() would feed: its text and token ids (validated as chat() does).
     Status chat_prompt(const std::vector<ChatMessage>& messages, std::string* text, std::vector<int32_t>* tokens) const;
     const ChatFormat* chat_format() const { return has_chat_format_ ? &chat_format_ : nullptr; }
