@@ -48,13 +48,18 @@ def main() -> int:
         case = {"name": name, "messages": messages, "prompt": prompt, "prompt_ids": ids}
         if name in GREEDY:
             ref.eval_fresh(llm, ids)
-            generated = []
+            generated, margins = [], []
             for _ in range(N_GENERATE):
                 logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
                 tok = int(np.argmax(logits))
                 generated.append(tok)
+                # How far the choice was from a tie: where it is within the 8-bit activation noise
+                # (~0.3), another engine may rightly pick the runner-up and the paths part.
+                top2 = np.partition(logits, -2)[-2:]
+                margins.append(round(float(top2[1] - top2[0]), 4))
                 llm.eval([tok])
             case["greedy_ids"] = generated
+            case["greedy_margins"] = margins
         cases.append(case)
     data = {"generator": ref.generator_info(), "model": {"file": args.model.name, "sha256": ref.sha256_of(args.model)},
             "format": fmt.to_json(), "n_generate": N_GENERATE, "cases": cases}

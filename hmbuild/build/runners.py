@@ -385,6 +385,8 @@ def run_model(project: Project, target: Target, build: BuildResult, model: Path,
     if proc.returncode != 0:
         lines = [l for l in (proc.stderr or "").splitlines() if l.startswith("hmllm_run:")]
         reason = lines[-1].removeprefix("hmllm_run: ") if lines else exit_reason(proc.returncode)
+        if options.chat is not None and lines:
+            raise HmbuildError(_sentence(reason))  # a refused conversation says what to change, as it is
         raise HmbuildError(f"Running the model failed: {reason}.")
     if not json_output and proc.stderr:
         sys.stderr.write(proc.stderr)
