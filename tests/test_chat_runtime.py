@@ -146,3 +146,11 @@ def test_chat_on_linux_arm64_under_qemu_gives_the_same_prompt_and_tokens(host_pr
                         "--target", "linux-arm64", "--cpu", "cortex-a76")
     assert out["prompt_tokens"] == case["prompt_ids"]
     assert_follows_llama_cpp(out["tokens"], case)
+
+
+def test_the_napi_suites_chat_format_is_what_hmbuild_compiles_for_the_test_model(host_project):
+    from hmbuild.cli.common import model_path
+    from hmbuild.model.chat_template import load_format
+
+    shipped = json.loads((REPO / "templates" / "project" / "tests" / "napi" / "gemma_chat_format.json").read_text())
+    assert shipped == load_format(model_path(None), "gemma").to_json()
