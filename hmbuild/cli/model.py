@@ -181,19 +181,26 @@ def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_token
               help="A built-in format instead of the model's own tokenizer.chat_template.")
 @click.option("--template-file", type=click.Path(path_type=Path), help="Or a Hugging Face Jinja chat template file.")
 @click.option("--date-string", help='The date for templates that write today\'s date, e.g. "26 Jul 2024".')
+@click.option("--embed", "embed", type=click.Path(path_type=Path), metavar="OUT.gguf",
+              help="Also write a copy of the model carrying the compiled format (metadata hmbuild.chat_format), "
+                   "which the runtime uses when init() is given no chatFormat.")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-def chat_template_cmd(model, name, template_file, date_string, as_json):
+def chat_template_cmd(model, name, template_file, date_string, embed, as_json):
     """Compile the model's chat template into the rules the runtime applies, verified, or refuse it."""
     try:
         fmt = chat_template.load_format(model, name=name, jinja_file=template_file, date_string=date_string)
+        if fmt is None:
+            raise HmbuildError(f"{model} has no tokenizer.chat_template (a base model); pass --template "
+                               f"{'|'.join(chat_template.CHAT_TEMPLATES)} or --template-file FILE.")
+        if embed is not None:
+            chat_template.embed_format(model, embed, fmt)
     except chat_template.ChatTemplateError as exc:
         raise HmbuildError(str(exc)) from None
-    if fmt is None:
-        raise HmbuildError(f"{model} has no tokenizer.chat_template (a base model); pass --template "
-                           f"{'|'.join(chat_template.CHAT_TEMPLATES)} or --template-file FILE.")
     if as_json:
-        emit_json({"ok": True, **fmt.to_json()})
+        emit_json({"ok": True, **fmt.to_json(), **({"embedded_in": str(embed)} if embed else {})})
         return
+    if embed is not None:
+        click.echo(f"wrote {embed} with the compiled format ({chat_template.EMBED_KEY})", err=True)
     for line in chat_template.describe(fmt):
         click.echo(line)
 
