@@ -324,3 +324,25 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
         inputs["output"] = x
     out = W["token_embd.weight"] if c.tied else W["output.weight"]
     return x @ out.T
+
+
+# ---------------------------------------------------------------------------------------------
+# The families checked against llama.cpp (tests/fixtures/llama_cpp/tiny_families.json, recorded by
+# scripts/record_llama_reference.py). Each mirrors its real family's layout in miniature: qwen3 has
+# a key length (128) unrelated to d_model / n_heads and a tied output, like Qwen3-0.6B; llama3-rope
+# ties its output like Llama-3.2-1B and takes Llama 3's factors (8, 1, 4) with the original context
+# shrunk from 8192 to 64, so that the blended band falls on the positions a 41-token test reaches.
+# Tied models get a smaller embedding and larger matrices, or the residual of the current token
+# dominates and greedy decoding repeats one token, which would test nothing.
+FAMILIES: dict[str, dict] = {
+    "llama": dict(arch="llama", rope_base=10000.0),
+    "qwen2": dict(arch="qwen2", rope_base=1e6),
+    "qwen3": dict(arch="qwen3", head_dim=128, rope_base=1e6, tied_output=True, embed_scale=0.1, weight_scale=0.15),
+    "gemma3": dict(arch="gemma3", n_layers=6, rope_base=1e6, sliding_window=3, tied_output=False),
+    "llama3-rope": dict(arch="llama", rope_base=500000.0, tied_output=True, embed_scale=0.1, weight_scale=0.15,
+                        llama3_rope=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=64)),
+}
+
+
+def family_config(family: str, weight_type: int = Q.F32, seed: int = 0) -> TinyConfig:
+    return TinyConfig(**FAMILIES[family], weight_type=weight_type, seed=seed)
