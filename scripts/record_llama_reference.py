@@ -44,7 +44,8 @@ llama.cpp commit, and a "model" object with the file name and its SHA-256):
                         llama-spm), each with its file's SHA-256; the native test compares when
                         HMLLM_VOCAB_DIR points at those files.
   tiny_families.json    for each family of tests/tiny_models.py FAMILIES (llama, qwen2, qwen3,
-                        gemma3, llama with Llama 3 rope_freqs), in F32 and Q4_0: the tiny
+                        gemma3, gemma3 with Gemma 3 4B's linear RoPE scaling, llama with
+                        Llama 3 rope_freqs), in F32 and Q4_0: the tiny
                         random-weight model's config, its file's SHA-256 (the test rebuilds the
                         file and checks it), llama.cpp's 32 greedy tokens and the top-10 logits
                         of every step. Needs no download; `--tiny-families-only` records just it.

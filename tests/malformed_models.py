@@ -342,6 +342,14 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
          "llama.rope.scaling.type must be a string")
     emit("rope_partial_rotary", edit(lambda g: g.add_kv("llama.rope.dimension_count", u32_value(c.head_dim // 2))),
          f"rotates {c.head_dim // 2} of {c.head_dim} dimensions per head")
+    def rope_freqs(values):
+        return lambda g: g.tensors.append(Tensor("rope_freqs.weight", [len(values)], int(Q.F32),
+                                                 b"".join(struct.pack("<f", v) for v in values)))
+
+    emit("rope_freqs_wrong_length", edit(rope_freqs([1.0] * c.head_dim)),
+         f"tensor rope_freqs.weight must be an F32 vector of {c.head_dim // 2}")
+    emit("rope_freqs_not_positive", edit(rope_freqs([1.0] * (c.head_dim // 2 - 1) + [-8.0])),
+         "rope_freqs.weight must hold positive numbers")
     emit("norm_type_f16", edit(retype("output_norm.weight", Q.F16)),
          f"tensor output_norm.weight must be an F32 vector of {c.d_model}")
 

@@ -29,7 +29,7 @@ def run_json(project, *args):
 
 
 def tiny(arch, qtype, tmp_path):
-    if arch in ("qwen3", "llama3-rope"):  # the shapes of tests/test_llama_cpp_families.py
+    if arch in ("qwen3", "llama3-rope", "gemma3-linear-rope"):  # the shapes of test_llama_cpp_families.py
         cfg = family_config(arch, qtype)
     else:
         cfg = TinyConfig(arch=arch, weight_type=qtype, n_layers=6 if arch == "gemma3" else 2,
@@ -67,7 +67,7 @@ def check_against_reference(project, cfg, W, path, tmp_path, target="host", cpu=
         assert row[tok] >= row.max() - tol * row.std(), f"step {i}: token {tok} is not the reference's greedy pick"
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3", "llama3-rope"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3", "gemma3-linear-rope", "llama3-rope"])
 @pytest.mark.parametrize("qtype", TYPES, ids=type_name)
 def test_tiny_model_logits_match_numpy_reference_on_host(project, arch, qtype, tmp_path):
     cfg, W, path = tiny(arch, qtype, tmp_path)

@@ -1,5 +1,5 @@
-"""The model families phones run, against llama.cpp: for llama, qwen2, qwen3, gemma3 and llama with
-Llama 3 rope_freqs, a tiny random-weight model (tests/tiny_models.py FAMILIES, in F32 and Q4_0) is
+"""The model families phones run, against llama.cpp: for llama, qwen2, qwen3, gemma3, gemma3 with
+linear RoPE scaling (Gemma 3 4B's) and llama with Llama 3 rope_freqs, a tiny random-weight model (tests/tiny_models.py FAMILIES, in F32 and Q4_0) is
 rebuilt byte for byte from the config in tests/fixtures/llama_cpp/tiny_families.json (its SHA-256
 is checked), decoded greedily for 32 tokens by the engine, and compared with what llama.cpp
 (llama-cpp-python 0.3.36) did on the same file: the same tokens, and every logit of llama.cpp's

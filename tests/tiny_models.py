@@ -62,6 +62,9 @@ class TinyConfig:
     # Llama 3.x rope scaling, as config.json's rope_scaling {"rope_type": "llama3", ...} gives it;
     # written as the rope_freqs.weight tensor (llama only). None: no scaling.
     llama3_rope: dict | None = None
+    # Linear RoPE scaling (<arch>.rope.scaling.type linear, .factor), as Gemma 3 4B carries it (8):
+    # every angle divided by the factor, except on gemma3's sliding-window layers. None: none.
+    rope_linear_factor: float | None = None
 
     @property
     def tied(self) -> bool:
@@ -167,6 +170,9 @@ class TinyWriter:
         w.add_context_length(c.ctx)
         w.add_layer_norm_rms_eps(c.rms_eps)
         w.add_rope_freq_base(c.rope_base)
+        if c.rope_linear_factor is not None:
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(c.rope_linear_factor)
         if a == "gemma3":
             w.add_sliding_window(c.sliding_window)
         toks, scores, types = vocab(c.n_vocab)
@@ -270,6 +276,8 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
         p = f"blk.{il}."
         sliding = gemma and il % 6 != 5
         base = 10000.0 if sliding else c.rope_base  # gemma3 sliding layers: fixed local base
+        # Linear scaling divides every angle by the factor: the same as dividing the position.
+        pos_scale = 1.0 if sliding or c.rope_linear_factor is None else 1.0 / c.rope_linear_factor
         h = _rmsnorm(x, W[p + "attn_norm.weight"], c.rms_eps)
         if inputs is not None:
             inputs[f"blk.{il}.attn_in"] = h
@@ -284,8 +292,8 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
         if c.arch in ("qwen3", "gemma3"):
             q = _rmsnorm(q, W[p + "attn_q_norm.weight"], c.rms_eps)
             k = _rmsnorm(k, W[p + "attn_k_norm.weight"], c.rms_eps)
-        q = np.stack([_rope(q[t], t, base, neox, factors) for t in range(n)])
-        k = np.stack([_rope(k[t], t, base, neox, factors) for t in range(n)])
+        q = np.stack([_rope(q[t], t * pos_scale, base, neox, factors) for t in range(n)])
+        k = np.stack([_rope(k[t], t * pos_scale, base, neox, factors) for t in range(n)])
         q = q / np.sqrt(hd)
         att = np.zeros((n, c.n_heads, hd))
         for t in range(n):
@@ -339,6 +347,9 @@ FAMILIES: dict[str, dict] = {
     "qwen2": dict(arch="qwen2", rope_base=1e6),
     "qwen3": dict(arch="qwen3", head_dim=128, rope_base=1e6, tied_output=True, embed_scale=0.1, weight_scale=0.15),
     "gemma3": dict(arch="gemma3", n_layers=6, rope_base=1e6, sliding_window=3, tied_output=False),
+    # Gemma 3 4B's linear scaling (factor 8) on the global layers (5 here), none on the sliding ones.
+    "gemma3-linear-rope": dict(arch="gemma3", n_layers=6, rope_base=1e6, sliding_window=3, tied_output=False,
+                               rope_linear_factor=8.0),
     "llama3-rope": dict(arch="llama", rope_base=500000.0, tied_output=True, embed_scale=0.1, weight_scale=0.15,
                         llama3_rope=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=64)),
 }
