@@ -351,7 +351,7 @@ def test_gemma_plan_matches_the_plan_hmllm_run_reports(gemma, built):
 # a wrong layer count, width or tie shows as a count that is off by far more than rounding.
 PUBLISHED_PARAMS = {"qwen2.5-0.5b": 0.49e9, "qwen2.5-1.5b": 1.54e9, "qwen2.5-3b": 3.09e9, "qwen3-0.6b": 0.6e9,
                     "qwen3-1.7b": 1.7e9, "qwen3-4b": 4.0e9, "llama-3.2-1b": 1.23e9, "llama-3.2-3b": 3.21e9,
-                    "gemma-3-270m": 0.268e9, "gemma-3-1b": 1.0e9, "gemma-3-4b": 3.88e9}
+                    "gemma-3-270m": 0.268e9, "gemma-3-1b": 1.0e9, "gemma-3-4b": 3.88e9, "qwen2.5-7b": 7.62e9}
 
 
 def test_known_models_cover_every_family_at_each_size_class():

@@ -181,46 +181,6 @@ def describe(weights: int, kv: int, scratch: int) -> str:
     return f"weights {mb(weights)} + KV cache {mb(kv)} + scratch {mb(scratch)} = {mb(weights + kv + scratch)}"
 
 
-# ---- tiers
-
-@dataclass(frozen=True)
-class Reference:
-    """A real model that stands for a tier, for the "smaller model" fix."""
-    name: str
-    params: int
-    layers: int
-    kv_heads: int
-    head_dim: int
-    vocab: int
-    d_model: int
-    d_ff: int
-    q_dim: int
-
-
-@dataclass(frozen=True)
-class Tier:
-    name: str
-    below: float  # parameter count this tier ends at
-    good_for: str
-    reference: Reference
-
-
-TIERS = (
-    Tier("<0.5B", 0.75e9, "classification / intent routing: pick a label, extract a slot, answer yes or no",
-         Reference("Gemma 3 270M", 268_098_176, 18, 1, 256, 262144, 640, 2048, 1024)),
-    Tier("1–2B", 2.5e9, "short generation: replies, rewrites, titles, short summaries",
-         Reference("Qwen2.5 1.5B", 1_540_000_000, 28, 2, 128, 151936, 1536, 8960, 1536)),
-    Tier("3–4B", 5.5e9, "summarisation / QA over a note, a mail or a page",
-         Reference("Llama 3.2 3B", 3_210_000_000, 28, 8, 128, 128256, 3072, 8192, 3072)),
-    Tier("7B", math.inf, "reasoning: multi-step answers and planning; rarely fits in a phone app's memory",
-         Reference("Qwen2.5 7B", 7_620_000_000, 28, 4, 128, 152064, 3584, 18944, 3584)),
-)
-
-
-def tier_for(params: int) -> Tier:
-    return next(t for t in TIERS if params < t.below)
-
-
 # ---- the families phones run, at their real shapes
 
 @dataclass(frozen=True)
@@ -297,6 +257,9 @@ KNOWN_MODELS = (
     # The text model of Gemma 3 4B (text_config; the vision tower is not run here).
     KnownModel("Gemma-3-4B", "gemma3", "3B", 34, 2560, 8, 4, 256, 10240, 262208, True, 131072,
                _HF.format("google/gemma-3-4b-pt")),
+    # The 7B tier's stand-in (not a phone model; the "smaller model" fix starts below it).
+    KnownModel("Qwen2.5-7B", "qwen2", "7B", 28, 3584, 28, 4, 128, 18944, 152064, False, 131072,
+               _HF.format("Qwen/Qwen2.5-7B")),
 )
 
 
@@ -342,6 +305,34 @@ def render_family_table(rows: list[dict]) -> str:
     lines.append("(KV per 1k tokens: 2 x layers x KV heads x head dim x 1024 x 2 bytes (f16) or 34/32 bytes "
                  "(q8_0); MB = 10^6 bytes. Shapes from each model's config.json; plan one with --family NAME.)")
     return "\n".join(lines)
+
+
+# ---- tiers
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    below: float  # parameter count this tier ends at
+    good_for: str
+    reference_key: str  # a KNOWN_MODELS model that stands for the tier, for the "smaller model" fix
+
+    @property
+    def reference(self) -> KnownModel:
+        return known_model(self.reference_key)
+
+
+TIERS = (
+    Tier("<0.5B", 0.75e9, "classification / intent routing: pick a label, extract a slot, answer yes or no",
+         "gemma-3-270m"),
+    Tier("1–2B", 2.5e9, "short generation: replies, rewrites, titles, short summaries", "qwen2.5-1.5b"),
+    Tier("3–4B", 5.5e9, "summarisation / QA over a note, a mail or a page", "llama-3.2-3b"),
+    Tier("7B", math.inf, "reasoning: multi-step answers and planning; rarely fits in a phone app's memory",
+         "qwen2.5-7b"),
+)
+
+
+def tier_for(params: int) -> Tier:
+    return next(t for t in TIERS if params < t.below)
 
 
 # ---- model description
@@ -760,9 +751,7 @@ def _fixes(dims: ModelDims, weights: int, quant: str | None, bpw: float, ctx: in
     smaller = []
     for tr in TIERS[:TIERS.index(tier)]:
         r = tr.reference
-        rd = ModelDims(layers=r.layers, kv_heads=r.kv_heads, head_dim=r.head_dim, vocab=r.vocab, d_model=r.d_model,
-                       d_ff=r.d_ff, q_dim=r.q_dim, params=r.params)
-        t = _total(int(r.params * bpw / 8), rd, ctx, kv, threads)[0]
+        t = _total(int(r.params * bpw / 8), r.dims(), ctx, kv, threads)[0]
         smaller.append((tr, t))
     if smaller:
         fitting = [x for x in smaller if x[1] <= budget]
