@@ -99,7 +99,8 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
 @click.option("--kv", type=click.Choice(["f16", "q8_0"]), default="f16", show_default=True, help="KV cache type.")
 @click.option("--kernels", help="Force a kernel set: scalar, avx2, neon, neon-dotprod, neon-i8mm.")
 @click.option("--logits-out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the float32 logits the last token was sampled from.")
+              help="Write the float32 logits each generated token was sampled from, one vocabulary-long row "
+                   "per token.")
 @click.option("--classify", "labels", metavar="LABELS",
               help="Route the --prompt text to one of these comma-separated labels (intent recognition by label "
                    "likelihood), with hmbuild.toml's [[intent.example]] rows as few-shot examples.")

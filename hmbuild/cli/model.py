@@ -15,7 +15,7 @@ from hmbuild.model import chat_template
 from hmbuild.model.bench import bench_options, format_table, run_bench
 from hmbuild.model.evaluate import check_inputs, evaluate
 from hmbuild.model.evaluate import format_report as format_eval
-from hmbuild.model.plan import plan, render_text
+from hmbuild.model.plan import family_table, plan, render_family_table, render_text
 from hmbuild.model.quantize import check_paths, format_report, quantize_model
 
 
@@ -78,6 +78,9 @@ def quantize_cmd(ctx, input_path, output_path, scheme, keep, calibrate_source, c
 
 @click.command("plan")
 @click.option("--model", "model_path", type=click.Path(path_type=Path), help="A GGUF model file to plan for.")
+@click.option("--family", help="Or a known model's published shape: qwen3-1.7b, llama-3.2-3b, ... (see --families).")
+@click.option("--families", "list_families", is_flag=True,
+              help="List the known models: shape, weights under --quant and KV cache per 1k tokens.")
 @click.option("--params", help="Or a hypothetical model's parameter count: 3B, 1.5B, 270M.")
 @click.option("--layers", type=int, help="With --params: transformer layers.")
 @click.option("--kv-heads", type=int, help="With --params: KV heads.")
@@ -93,11 +96,21 @@ def quantize_cmd(ctx, input_path, output_path, scheme, keep, calibrate_source, c
 @click.option("--threads", type=int, default=4, show_default=True,
               help="Inference threads (each keeps one attention row); the engine's default is the big cores.")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-def plan_cmd(model_path, params, layers, kv_heads, head_dim, vocab, d_model, d_ff, quant, ctx_size, kv, budget,
-             threads, as_json):
+def plan_cmd(model_path, family, list_families, params, layers, kv_heads, head_dim, vocab, d_model, d_ff, quant,
+             ctx_size, kv, budget, threads, as_json):
     """Memory plan (weights + KV cache + scratch) of a model, its verdict against a budget, and fixes."""
+    if list_families:
+        if model_path is not None or family is not None or params is not None:
+            raise HmbuildError("--families lists the known models; give it without --model, --family or --params.")
+        rows = family_table(quant or "int4-g128")
+        if as_json:
+            emit_json({"ok": True, "families": rows})
+        else:
+            click.echo(render_family_table(rows))
+        return
     result = plan(model_path, params, layers=layers, kv_heads=kv_heads, head_dim=head_dim, vocab=vocab,
-                  d_model=d_model, d_ff=d_ff, quant=quant, ctx=ctx_size, kv=kv, budget=budget, threads=threads)
+                  d_model=d_model, d_ff=d_ff, quant=quant, ctx=ctx_size, kv=kv, budget=budget, threads=threads,
+                  family=family)
     if as_json:
         emit_json({"ok": True, **result.to_json()})
     else:

@@ -195,15 +195,27 @@ int main(int argc, char** argv) {
     } else {
         prompt = session->tokenizer().encode(a.prompt, session->tokenizer().add_bos());
     }
+    // --logits-out: one row of n_vocab floats per sampled token, the distribution it was sampled
+    // from (row 0: the last prompt position). should_stop is asked right after each token is
+    // sampled, while the engine still holds those logits.
+    std::vector<float> rows;
+    if (!a.logits_out.empty()) {
+        req.should_stop = [&] {
+            const std::vector<float>& lg = session->engine().logits();
+            rows.insert(rows.end(), lg.begin(), lg.end());
+            return false;
+        };
+    }
     hmllm::InferResult r;
     st = session->generate_tokens(prompt, req, &r);
     if (!st.ok()) return fail(a, 1, st.message);
     if (!a.logits_out.empty()) {
-        // Logits after the last generated token's predecessor: the distribution the final token
-        // was sampled from (the last prompt position when max_tokens is 1).
-        const std::vector<float>& lg = session->engine().logits();
+        if (r.generation.stop == hmllm::StopReason::EndOfGeneration) {  // the row that chose EOS
+            const std::vector<float>& lg = session->engine().logits();
+            rows.insert(rows.end(), lg.begin(), lg.end());
+        }
         FILE* f = std::fopen(a.logits_out.c_str(), "wb");
-        if (!f || std::fwrite(lg.data(), sizeof(float), lg.size(), f) != lg.size())
+        if (!f || std::fwrite(rows.data(), sizeof(float), rows.size(), f) != rows.size())
             return fail(a, 1, "cannot write " + a.logits_out);
         std::fclose(f);
     }
