@@ -330,6 +330,10 @@ class RunOptions:
     logits_out: Path | None = None
     labels: str | None = None  # comma-separated: route the prompt to one of them
     calibrate: bool | None = None  # None: hmbuild.toml [intent] calibrate
+    chat: Path | None = None         # a conversation file ({"messages": [...]}) ...
+    chat_format: Path | None = None  # ... in this compiled chat format (hmbuild-chat JSON)
+    print_prompt: bool = False       # with chat: print the rendered prompt instead of generating
+    timeout_ms: int | None = None    # with chat: stop generation after this long
 
 
 def hmllm_run_args(project: Project, o: RunOptions) -> list[str]:
@@ -348,7 +352,12 @@ def hmllm_run_args(project: Project, o: RunOptions) -> list[str]:
         if project.setting("intent", "calibrate", o.calibrate, None, False) is True:
             args.append("--calibrate")
         return args
-    args = ["--prompt", o.prompt] if o.prompt is not None else ["--tokens", o.tokens]
+    if o.chat is not None:
+        args = ["--chat", str(Path(o.chat).resolve()), "--chat-format", str(Path(o.chat_format).resolve())]
+        args += ["--print-prompt"] if o.print_prompt else []
+        args += ["--timeout-ms", str(o.timeout_ms)] if o.timeout_ms else []
+    else:
+        args = ["--prompt", o.prompt] if o.prompt is not None else ["--tokens", o.tokens]
     args += ["--max-tokens", str(o.max_tokens), "--threads", str(o.threads), "--temperature", str(o.temperature),
              "--top-k", str(o.top_k), "--top-p", str(o.top_p), "--seed", str(o.seed), "--kv", o.kv,
              "--ctx", str(o.ctx), *kernels]
@@ -376,6 +385,8 @@ def run_model(project: Project, target: Target, build: BuildResult, model: Path,
     if proc.returncode != 0:
         lines = [l for l in (proc.stderr or "").splitlines() if l.startswith("hmllm_run:")]
         reason = lines[-1].removeprefix("hmllm_run: ") if lines else exit_reason(proc.returncode)
+        if options.chat is not None and lines:
+            raise HmbuildError(_sentence(reason))  # a refused conversation says what to change, as it is
         raise HmbuildError(f"Running the model failed: {reason}.")
     if not json_output and proc.stderr:
         sys.stderr.write(proc.stderr)

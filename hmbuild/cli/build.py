@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -14,6 +16,7 @@ from hmbuild.build.runtime_package import describe
 from hmbuild.cli.common import JSON_HELP, cli_range, emit_json, model_path, resolve, resolve_runnable
 from hmbuild.config.project import load_project, resolve_build_type
 from hmbuild.errors import HmbuildError
+from hmbuild.model import chat_template
 
 TARGET_HELP = "host | linux-arm64 | ohos-arm64 | ohos-x86_64 (default: hmbuild.toml)."
 
@@ -106,27 +109,74 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
                    "likelihood), with hmbuild.toml's [[intent.example]] rows as few-shot examples.")
 @click.option("--calibrate/--no-calibrate", default=None,
               help="With --classify: subtract each label's score on an empty text (default: [intent] calibrate).")
+@click.option("--chat", "chat_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.json",
+              help='Run a conversation, {"messages": [{"role": "user", "content": "..."}, ...]}, in the model\'s chat '
+                   "format (hmbuild.toml [chat], else the model's own template); stops at end of turn.")
+@click.option("--template", "template_name", type=click.Choice(chat_template.CHAT_TEMPLATES),
+              help="With --chat: a built-in chat format instead of [chat] or the model's template.")
+@click.option("--template-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --chat: a Hugging Face Jinja chat template file instead.")
+@click.option("--print-prompt", is_flag=True, help="With --chat: print the rendered prompt (and with --json its "
+                                                   "token ids) instead of generating.")
+@click.option("--timeout-ms", type=cli_range("timeout"), help="With --chat: stop generating after this long (stop "
+                                                               "\"timeout\").")
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_context
 def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, threads, temperature, top_k, top_p, seed,
-            ctx_size, kv, kernels, logits_out, labels, calibrate, build_type_flag, as_json):
-    """Run a prompt through the project's library on a target, building it first if needed."""
-    if (prompt is None) == (tokens is None):
-        raise HmbuildError("Give exactly one of --prompt TEXT and --tokens IDS.")
+            ctx_size, kv, kernels, logits_out, labels, calibrate, chat_file, template_name, template_file, print_prompt,
+            timeout_ms, build_type_flag, as_json):
+    """Run a prompt (or a conversation) through the project's library on a target, building it first if needed."""
+    chat_only = {"--template": template_name, "--template-file": template_file, "--print-prompt": print_prompt or None,
+                 "--timeout-ms": timeout_ms}
+    if chat_file is not None:
+        if prompt is not None or tokens is not None or labels is not None or logits_out is not None:
+            raise HmbuildError("--chat takes the whole conversation from its file; drop --prompt, --tokens, "
+                               "--classify and --logits-out.")
+    else:
+        given = [flag for flag, value in chat_only.items() if value is not None]
+        if given:
+            raise HmbuildError(f"{given[0]} only goes with --chat FILE.json.")
+        if (prompt is None) == (tokens is None):
+            raise HmbuildError("Give exactly one of --prompt TEXT, --tokens IDS and --chat FILE.json.")
     if labels is not None and prompt is None:
         raise HmbuildError("--classify needs the text to route as --prompt TEXT.")
     r = resolve_runnable(ctx, target_flag, build_type_flag, cpu_flag)
     model = model_path(model_flag)
-    result = build(r.project, r.target, r.build_type)
-    options = RunOptions(prompt=prompt, tokens=tokens, max_tokens=max_tokens, threads=threads, temperature=temperature,
-                         top_k=top_k, top_p=top_p, seed=seed, ctx=ctx_size, kv=kv, kernels=kernels,
-                         logits_out=logits_out, labels=labels, calibrate=calibrate)
-    _, out = run_model(r.project, r.target, result, model, options, r.cpu, as_json)
+    with tempfile.TemporaryDirectory(prefix="hmbuild-chat-") as scratch:
+        options = RunOptions(prompt=prompt, tokens=tokens, max_tokens=max_tokens, threads=threads,
+                             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, ctx=ctx_size, kv=kv,
+                             kernels=kernels, logits_out=logits_out, labels=labels, calibrate=calibrate)
+        source = None
+        if chat_file is not None:
+            options, source = _chat_options(options, r.project, model, chat_file, template_name, template_file,
+                                    print_prompt, timeout_ms, Path(scratch))
+        result = build(r.project, r.target, r.build_type)
+        _, out = run_model(r.project, r.target, result, model, options, r.cpu, as_json)
     if as_json:
         data = json.loads(out)
         data.update({"target": r.target.name, "cpu": r.cpu, "model": str(model)})
+        if source is not None:
+            data["chat_format"] = source
         emit_json(data)
+
+
+def _chat_options(options: RunOptions, project, model: Path, chat_file: Path, name, template_file, print_prompt,
+                  timeout_ms, scratch: Path) -> tuple[RunOptions, str]:
+    """Checks the conversation against the chat format compiled here, then hands both to the tool as
+    files (the tool validates again: the runtime never trusts its input)."""
+    try:
+        messages = chat_template.read_conversation(chat_file)
+        fmt = chat_template.project_format(model, project.settings.get("chat") or {}, project.root, name=name,
+                                           jinja_file=template_file)
+        fmt.validate(messages)
+    except chat_template.ChatTemplateError as exc:
+        raise HmbuildError(str(exc)) from None
+    format_file, messages_file = scratch / "format.json", scratch / "messages.json"
+    format_file.write_text(json.dumps(fmt.to_json(), ensure_ascii=False), encoding="utf-8")
+    messages_file.write_text(json.dumps({"messages": messages}, ensure_ascii=False), encoding="utf-8")
+    return replace(options, chat=messages_file, chat_format=format_file, print_prompt=print_prompt,
+                   timeout_ms=timeout_ms), fmt.source
 
 
 @click.command("package")

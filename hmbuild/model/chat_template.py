@@ -184,8 +184,9 @@ class ChatFormat:
                 continue
             if self.alternate:
                 if role != expected:
-                    raise ChatTemplateError(f"Message {n} is a {role} message where this template needs a {expected} "
-                                            "one; roles must alternate user/assistant after an optional system message.")
+                    raise ChatTemplateError(f"Message {n} is {_article(role)} {role} message where this template needs "
+                                            f"{_article(expected)} {expected} one; roles must alternate user/assistant "
+                                            "after an optional system message.")
                 expected = "assistant" if role == "user" else "user"
 
     def to_json(self) -> dict:
@@ -213,6 +214,10 @@ class ChatFormat:
         except (KeyError, TypeError, ValueError) as exc:
             raise ChatTemplateError(f"The chat format is incomplete or malformed ({type(exc).__name__}: {exc}).") from None
         return fmt
+
+
+def _article(word: str) -> str:
+    return "an" if word == "assistant" else "a"  # roles only: "a user", "an assistant"
 
 
 def _strip(text: str) -> str:
@@ -545,6 +550,39 @@ def embedded_format(path: str | Path) -> ChatFormat | None:
     except (ValueError, TypeError, KeyError) as exc:
         raise ChatTemplateError(f"{path} carries an unreadable {EMBED_KEY} ({exc}); embed it again with "
                                 "hmbuild chat-template --embed.") from None
+def project_format(gguf_path: str | Path, chat: dict, root: Path, *, name: str | None = None,
+                   jinja_file: str | Path | None = None, date_string: str | None = None) -> ChatFormat:
+    """The format a project chats with: a name or Jinja file given here (a command-line override),
+    else hmbuild.toml's [chat] (`chat`, already validated; template_file relative to `root`), else
+    the GGUF's own template; a model with none is refused naming both ways to give one."""
+    if name is None and jinja_file is None:
+        name = chat.get("template")
+        jinja_file = root / chat["template_file"] if chat.get("template_file") else None
+    date_string = date_string if date_string is not None else chat.get("date_string")
+    fmt = load_format(gguf_path, name=name, jinja_file=jinja_file, date_string=date_string)
+    if fmt is None:
+        raise ChatTemplateError(f"{Path(gguf_path).name} has no tokenizer.chat_template (a base model); pass "
+                                f"--template {'|'.join(CHAT_TEMPLATES)} or --template-file FILE, or set [chat] "
+                                "template in hmbuild.toml.")
+    return fmt
+
+
+def read_conversation(path: str | Path) -> list:
+    """The messages of a conversation file ({"messages": [...]}), or a one-sentence ChatTemplateError
+    (unreadable, not JSON, no messages list). The messages themselves are checked by validate()."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ChatTemplateError(f"Could not read the conversation {path} ({reason}).") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ChatTemplateError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).") from None
+    if not isinstance(data, dict) or "messages" not in data:
+        raise ChatTemplateError(f'{path} must be a JSON object with a "messages" list, like '
+                                '{"messages": [{"role": "user", "content": "Hello"}]}.')
+    return data["messages"]
 
 
 def describe(fmt: ChatFormat) -> list[str]:

@@ -57,7 +57,7 @@ struct Slot {
 std::map<int64_t, std::shared_ptr<Slot>> g_sessions;  // JS thread only
 int64_t g_next_id = 1;
 
-enum class Kind { Infer, Classify, Warmup };
+enum class Kind { Infer, Chat, Classify, Warmup };
 
 struct Job {
     Kind kind = Kind::Infer;
@@ -72,6 +72,8 @@ struct Job {
     hmllm::InferRequest request;
     std::vector<std::string> labels;
     hmllm::ClassifyOptions classify_options;
+    std::vector<hmllm::ChatMessage> messages;
+    int chat_prompt_tokens = -1;  // set when a conversation was refused for not fitting the context
     int timeout_ms = 0;
     std::atomic<bool> cancel{false};
     bool timed_out = false;
@@ -328,6 +330,28 @@ napi_value classify_object(napi_env env, const Job& job) {
     return obj;
 }
 
+napi_value chat_object(napi_env env, const Job& job) {
+    napi_value obj, text, stop;
+    const hmllm::InferResult& r = job.infer;
+    napi_create_object(env, &obj);
+    napi_create_string_utf8(env, r.text.data(), r.text.size(), &text);
+    // The runtime says "stopped" when should_stop ended it; here that can only be the timeout
+    // (a cancel settles as CANCELLED).
+    const std::string s = job.timed_out ? "timeout" : r.stop;
+    napi_create_string_utf8(env, s.data(), s.size(), &stop);
+    napi_set_named_property(env, obj, "text", text);
+    napi_set_named_property(env, obj, "stop", stop);
+    auto num = [&](const char* k, double v) {
+        napi_value x;
+        napi_create_double(env, v, &x);
+        napi_set_named_property(env, obj, k, x);
+    };
+    num("promptTokens", static_cast<double>(r.prompt_tokens.size()));
+    num("reusedTokens", r.generation.reused_tokens);
+    num("outputTokens", static_cast<double>(r.generation.tokens.size()));
+    return obj;
+}
+
 // Settles the job's promise or calls its callback, records stats, frees the job.
 void settle(napi_env env, Job* job, bool killed) {
     std::unique_ptr<Job> owner(job);
@@ -341,6 +365,14 @@ void settle(napi_env env, Job* job, bool killed) {
                                           " requests waiting (maxPending); try again later");
     } else if (!job->status.ok()) {
         err = make_error(env, js_code_for(job->status), job->status.message, job->status.code == hmllm::ErrorCode::InvalidArgument);
+        if (job->chat_prompt_tokens >= 0) {
+            // A conversation over the context: the numbers an app needs to drop old turns.
+            napi_value n;
+            napi_create_int64(env, job->chat_prompt_tokens, &n);
+            napi_set_named_property(env, err, "promptTokens", n);
+            napi_create_int64(env, slot->session ? slot->session->engine().context_size() : 0, &n);
+            napi_set_named_property(env, err, "contextSize", n);
+        }
     } else if (job->cancel.load()) {
         degraded = "cancelled";
         err = make_error(env, "CANCELLED", slot->released ? "the session was released during the request"
@@ -349,6 +381,7 @@ void settle(napi_env env, Job* job, bool killed) {
         if (job->timed_out) degraded = "timeout";
         switch (job->kind) {
             case Kind::Infer: value = array_buffer_from(env, std::move(job->infer.text)); break;
+            case Kind::Chat: value = chat_object(env, *job); break;
             case Kind::Classify: value = classify_object(env, *job); break;
             case Kind::Warmup: value = undefined(env); break;
         }
@@ -359,7 +392,7 @@ void settle(napi_env env, Job* job, bool killed) {
         s.degraded = degraded;
         if (std::strcmp(degraded, "none") != 0) ++s.degraded_count;
         s.peak_rss = hmllm::peak_rss_bytes();
-        if (job->kind == Kind::Infer) {
+        if (job->kind == Kind::Infer || job->kind == Kind::Chat) {
             s.ttft_ms = g.ttft_ms;
             s.prefill_tps = g.prefill_tps();
             s.decode_tps = g.decode_tps();
@@ -367,7 +400,7 @@ void settle(napi_env env, Job* job, bool killed) {
             s.output_tokens = static_cast<int>(g.tokens.size());
         }
         hmllm::RequestMetrics m;
-        m.kind = job->kind == Kind::Infer ? "infer" : "classify";
+        m.kind = job->kind == Kind::Infer ? "infer" : job->kind == Kind::Chat ? "chat" : "classify";
         m.input_tokens = s.input_tokens;
         m.output_tokens = s.output_tokens;
         m.ttft_ms = s.ttft_ms;
@@ -419,6 +452,17 @@ void execute(napi_env, void* data) {
     hmllm::Session& session = *slot->session;
     switch (job->kind) {
         case Kind::Infer: job->status = session.generate(text, job->request, &job->infer); break;
+        case Kind::Chat: {
+            std::string prompt;
+            std::vector<int32_t> ids;
+            job->status = session.chat_prompt(job->messages, &prompt, &ids);
+            if (job->status.ok()) {
+                job->status = session.check_chat_fits(ids.size(), job->request.max_tokens);
+                if (!job->status.ok()) job->chat_prompt_tokens = static_cast<int>(ids.size());
+            }
+            if (job->status.ok()) job->status = session.chat_tokens(ids, job->request, &job->infer);
+            break;
+        }
         case Kind::Classify: job->status = session.classify(text, job->labels, job->classify_options, &job->classify); break;
         case Kind::Warmup: job->status = session.warmup(); break;
     }
@@ -510,6 +554,76 @@ bool read_input(napi_env env, napi_value v, Job* job, const char* where) {
 
 void tsfn_finalize(napi_env, void*, void*) {}
 
+// inferAsync's and chatAsync's options (InferOptions in api.toml) into the job's request.
+bool get_infer_options(napi_env env, napi_value o, Job* job, napi_value* on_token) {
+    hmllm::InferRequest& r = job->request;
+    double temperature = 0, top_p = r.sampling.top_p;
+    if (o) {
+        if (!get_int_option(env, o, "maxTokens", kInferOptionsMaxTokens, &r.max_tokens) ||
+            !get_number_option(env, o, "temperature", kInferOptionsTemperature, &temperature) ||
+            !get_int_option(env, o, "topK", kInferOptionsTopK, &r.sampling.top_k) ||
+            !get_number_option(env, o, "topP", kInferOptionsTopP, &top_p) ||
+            !get_int_option(env, o, "seed", kInferOptionsSeed, &r.sampling.seed) ||
+            !get_int_option(env, o, "timeoutMs", kInferOptionsTimeoutMs, &job->timeout_ms))
+            return false;
+        napi_value stop;
+        if (get_prop(env, o, "stop", &stop) && !get_string_array(env, stop, "options.stop", 16, &r.stop)) return false;
+        if (get_prop(env, o, "onToken", on_token) && type_of(env, *on_token) != napi_function) {
+            throw_type_error(env, "options.onToken must be a function");
+            return false;
+        }
+    }
+    r.sampling.temperature = static_cast<float>(temperature);
+    r.sampling.top_p = static_cast<float>(top_p);
+    return true;
+}
+
+// onToken pieces of the job through a thread-safe function (none: no streaming).
+void stream_to(napi_env env, napi_value on_token, Job* job) {
+    if (!on_token) return;
+    napi_value name;
+    napi_create_string_utf8(env, "hmllm.onToken", NAPI_AUTO_LENGTH, &name);
+    napi_create_threadsafe_function(env, on_token, nullptr, name, 0, 1, nullptr, tsfn_finalize, job, call_js, &job->tsfn);
+}
+
+// chatAsync's messages: an array of {role, content} with string values. The roles and their order
+// are the chat format's business (checked on the worker, rejecting with INVALID_ARGUMENT); the
+// contents are cleaned like every other text an app passes in.
+bool get_chat_messages(napi_env env, napi_value v, std::vector<hmllm::ChatMessage>* out) {
+    constexpr uint32_t kMaxMessages = 4096;
+    bool is_array = false;
+    napi_is_array(env, v, &is_array);
+    uint32_t n = 0;
+    if (is_array) napi_get_array_length(env, v, &n);
+    if (!is_array || n > kMaxMessages) {
+        throw_type_error(env, "messages must be an array of at most " + std::to_string(kMaxMessages) +
+                                  " {role, content} objects");
+        return false;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        napi_value m, role_v, content_v;
+        napi_get_element(env, v, i, &m);
+        if (type_of(env, m) != napi_object || !get_prop(env, m, "role", &role_v) || !get_prop(env, m, "content", &content_v)) {
+            throw_type_error(env, where + " must be an object with a role and a content");
+            return false;
+        }
+        hmllm::ChatMessage msg;
+        if (type_of(env, role_v) != napi_string || !get_string(env, role_v, &msg.role)) {
+            throw_type_error(env, where + ".role must be a string: 'system', 'user' or 'assistant'");
+            return false;
+        }
+        std::string content;
+        if (type_of(env, content_v) != napi_string || !get_string(env, content_v, &content)) {
+            throw_type_error(env, where + ".content must be a string");
+            return false;
+        }
+        msg.content = hmllm::clean_input_text(content);
+        out->push_back(std::move(msg));
+    }
+    return true;
+}
+
 }  // namespace
 
 napi_value Init(napi_env env, napi_callback_info info) {
@@ -535,6 +649,14 @@ napi_value Init(napi_env env, napi_callback_info info) {
             !get_number_option(env, o, "memoryBudgetBytes", kInitOptionsMemoryBudgetBytes, &budget) ||
             !get_bool_option(env, o, "highPriority", &high_priority))
             return nullptr;
+        napi_value chat_format;
+        if (get_prop(env, o, "chatFormat", &chat_format) &&
+            (type_of(env, chat_format) != napi_string || !get_string(env, chat_format, &so.chat_format) ||
+             so.chat_format.empty())) {
+            throw_type_error(env, "options.chatFormat must be the compiled chat format's JSON text "
+                                  "(hmbuild chat-template MODEL.gguf --json)");
+            return nullptr;
+        }
         napi_value kv;
         if (get_prop(env, o, "kvCacheType", &kv)) {
             std::string s;
@@ -586,36 +708,37 @@ napi_value InferAsync(napi_env env, napi_callback_info info) {
     }
     auto job = std::make_unique<Job>();
     job->kind = Kind::Infer;
-    hmllm::InferRequest& r = job->request;
-    double temperature = 0, top_p = r.sampling.top_p;
-    if (o) {
-        if (!get_int_option(env, o, "maxTokens", kInferOptionsMaxTokens, &r.max_tokens) ||
-            !get_number_option(env, o, "temperature", kInferOptionsTemperature, &temperature) ||
-            !get_int_option(env, o, "topK", kInferOptionsTopK, &r.sampling.top_k) ||
-            !get_number_option(env, o, "topP", kInferOptionsTopP, &top_p) ||
-            !get_int_option(env, o, "seed", kInferOptionsSeed, &r.sampling.seed) ||
-            !get_int_option(env, o, "timeoutMs", kInferOptionsTimeoutMs, &job->timeout_ms))
-            return nullptr;
-        napi_value stop;
-        if (get_prop(env, o, "stop", &stop) && !get_string_array(env, stop, "options.stop", 16, &r.stop)) return nullptr;
-        if (get_prop(env, o, "onToken", &on_token) && type_of(env, on_token) != napi_function) {
-            throw_type_error(env, "options.onToken must be a function");
-            return nullptr;
-        }
-    }
-    r.sampling.temperature = static_cast<float>(temperature);
-    r.sampling.top_p = static_cast<float>(top_p);
+    if (!get_infer_options(env, o, job.get(), &on_token)) return nullptr;
     std::shared_ptr<Slot> slot = live_slot(env, id);
     if (!slot) return nullptr;
     if (job->timeout_ms == 0) job->timeout_ms = slot->timeout_ms;
     if (!read_input(env, argv[1], job.get(), where)) return nullptr;
-    if (on_token) {
-        napi_value name;
-        napi_create_string_utf8(env, "hmllm.onToken", NAPI_AUTO_LENGTH, &name);
-        napi_create_threadsafe_function(env, on_token, nullptr, name, 0, 1, nullptr, tsfn_finalize, job.get(), call_js,
-                                        &job->tsfn);
-    }
+    stream_to(env, on_token, job.get());
     return submit(env, slot, std::move(job), callback);
+}
+
+napi_value ChatAsync(napi_env env, napi_callback_info info) {
+    napi_value argv[3];
+    size_t argc = 3;
+    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+    const char* where = "chatAsync(session, messages, options?)";
+    if (argc < 2) {
+        throw_type_error(env, std::string(where) + ": session and messages are required");
+        return nullptr;
+    }
+    int64_t id;
+    if (!get_session_id(env, argv[0], &id)) return nullptr;
+    auto job = std::make_unique<Job>();
+    job->kind = Kind::Chat;
+    if (!get_chat_messages(env, argv[1], &job->messages)) return nullptr;
+    napi_value o, on_token = nullptr;
+    if (!get_options(env, argc, argv, 2, where, &o)) return nullptr;
+    if (!get_infer_options(env, o, job.get(), &on_token)) return nullptr;
+    std::shared_ptr<Slot> slot = live_slot(env, id);
+    if (!slot) return nullptr;
+    if (job->timeout_ms == 0) job->timeout_ms = slot->timeout_ms;
+    stream_to(env, on_token, job.get());
+    return submit(env, slot, std::move(job), nullptr);
 }
 
 napi_value ClassifyAsync(napi_env env, napi_callback_info info) {

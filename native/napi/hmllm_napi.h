@@ -12,6 +12,7 @@ namespace hmllm_napi {
 
 napi_value Init(napi_env env, napi_callback_info info);        // init(modelPath, options?) -> id
 napi_value InferAsync(napi_env env, napi_callback_info info);  // inferAsync(id, ArrayBuffer, options?, callback?) -> Promise<ArrayBuffer>
+napi_value ChatAsync(napi_env env, napi_callback_info info);  // chatAsync(id, messages, options?) -> Promise<ChatResult>
 napi_value ClassifyAsync(napi_env env, napi_callback_info info);  // classifyAsync(id, ArrayBuffer, labels, {examples, calibrate}?) -> Promise<{label, scores, rawScores, calibrated}>
 napi_value Warmup(napi_env env, napi_callback_info info);      // warmup(id) -> Promise<void>
 napi_value Cancel(napi_env env, napi_callback_info info);      // cancel(id)

@@ -9,6 +9,12 @@ namespace hmllm {
 
 Status Session::open(const std::string& model_path, const SessionOptions& options, std::unique_ptr<Session>* out) {
     std::unique_ptr<Session> s(new Session());
+    // The chat format first: a bad one is refused before the model is mapped.
+    if (!options.chat_format.empty()) {
+        Status st = ChatFormat::parse(options.chat_format, &s->chat_format_);
+        if (!st.ok()) return st;
+        s->has_chat_format_ = true;
+    }
     Status st = GgufFile::open(model_path, &s->model_);
     if (!st.ok()) return st;
     st = load_model(s->model_, &s->config_, &s->weights_);
@@ -23,6 +29,7 @@ Status Session::open(const std::string& model_path, const SessionOptions& option
                                                           " tokens but token_embd.weight has " +
                                                           std::to_string(s->config_.n_vocab) + " rows");
     s->options_ = options;
+    if (s->has_chat_format_) s->chat_stops_ = resolve_chat_stops(s->chat_format_.stop, s->tokenizer_);
     // Threads = big cores (4 when unknown), owned by the engine's pool, pinned to the big cores
     // and given a raised priority where the system allows it.
     const CpuTopology topo = read_cpu_topology();
@@ -45,6 +52,11 @@ Status Session::open(const std::string& model_path, const SessionOptions& option
 }
 
 Status Session::generate_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result) {
+    return run(prompt, request, nullptr, result);
+}
+
+Status Session::run(const std::vector<int32_t>& prompt, const InferRequest& request, const ChatStops* stops,
+                    InferResult* result) {
     if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
     InferResult r;
     r.prompt_tokens = prompt;
@@ -52,20 +64,28 @@ Status Session::generate_tokens(const std::vector<int32_t>& prompt, const InferR
     GenerateOptions go;
     go.max_tokens = request.max_tokens;
     go.sampling = request.sampling;
-    go.is_end = [this](int32_t id) { return tokenizer_.is_end_of_generation(id); };
-    bool stopped_by_string = false;
+    int32_t end_token = -1;
+    go.is_end = [&](int32_t id) {
+        const bool stop_id = stops && std::find(stops->ids.begin(), stops->ids.end(), id) != stops->ids.end();
+        if (!stop_id && !tokenizer_.is_end_of_generation(id)) return false;
+        end_token = id;
+        return true;
+    };
+    std::vector<std::string> texts = request.stop;
+    if (stops) texts.insert(texts.end(), stops->texts.begin(), stops->texts.end());
+    const std::string* matched = nullptr;
     go.on_token = [&](int32_t id) {
         if (request.should_stop && request.should_stop()) return false;
         std::string piece = decoder.push(id);
         const size_t before = r.text.size();
         r.text += piece;
-        for (const std::string& stop : request.stop) {
+        for (const std::string& stop : texts) {
             const size_t at = stop.empty() ? std::string::npos : r.text.find(stop, before >= stop.size() ? before - stop.size() + 1 : 0);
             if (at != std::string::npos) {
                 // Emit only what precedes the stop string, then end.
                 if (request.on_piece && at > before) request.on_piece(r.text.substr(before, at - before));
                 r.text.resize(at);
-                stopped_by_string = true;
+                matched = &stop;
                 return false;
             }
         }
@@ -74,15 +94,69 @@ Status Session::generate_tokens(const std::vector<int32_t>& prompt, const InferR
     };
     Status st = engine_->generate(prompt, go, &r.generation);
     if (!st.ok()) return st;
-    if (!stopped_by_string) {
+    if (!matched) {
         std::string tail = decoder.flush();
         r.text += tail;
         if (request.on_piece && !tail.empty()) request.on_piece(tail);
     } else {
         r.generation.stop = StopReason::EndOfGeneration;  // a stop string is a normal end
     }
+    if (matched) {
+        r.stop = *matched;
+    } else if (r.generation.stop == StopReason::EndOfGeneration) {
+        r.stop = "eos";
+        if (stops)
+            for (size_t i = 0; i < stops->ids.size(); ++i)
+                if (stops->ids[i] == end_token) r.stop = stops->id_texts[i];
+    } else {
+        r.stop = r.generation.stop == StopReason::Callback ? "stopped" : stop_reason_name(r.generation.stop);
+    }
     *result = std::move(r);
     return Status{};
+}
+
+namespace {
+Status no_chat_format() {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "this session has no chat format; open it with the compiled format "
+                         "(InitOptions.chatFormat: the output of hmbuild chat-template MODEL.gguf --json)");
+}
+}  // namespace
+
+Status Session::chat_prompt(const std::vector<ChatMessage>& messages, std::string* text, std::vector<int32_t>* tokens) const {
+    if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
+    if (!has_chat_format_) return no_chat_format();
+    std::string prompt;
+    Status st = chat_format_.render(messages, true, &prompt);
+    if (!st.ok()) return st;
+    *tokens = tokenize_chat_prompt(tokenizer_, prompt);
+    *text = std::move(prompt);
+    return Status{};
+}
+
+Status Session::check_chat_fits(size_t n_prompt, int max_tokens) const {
+    if (released_) return Status::error(ErrorCode::InvalidArgument, "the session was released");
+    const int n_ctx = engine_->context_size();
+    if (static_cast<int64_t>(n_prompt) + max_tokens <= n_ctx) return Status{};
+    return Status::error(ErrorCode::InvalidArgument,
+                         "the conversation has " + std::to_string(n_prompt) + " tokens, and with " +
+                             std::to_string(max_tokens) + " for the answer it does not fit the context of " +
+                             std::to_string(n_ctx) + " tokens; drop the oldest turns or raise the context size");
+}
+
+Status Session::chat_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result) {
+    if (!has_chat_format_) return no_chat_format();
+    Status st = check_chat_fits(prompt.size(), request.max_tokens);
+    if (!st.ok()) return st;
+    return run(prompt, request, &chat_stops_, result);
+}
+
+Status Session::chat(const std::vector<ChatMessage>& messages, const InferRequest& request, InferResult* result) {
+    std::string text;
+    std::vector<int32_t> prompt;
+    Status st = chat_prompt(messages, &text, &prompt);
+    if (!st.ok()) return st;
+    return chat_tokens(prompt, request, result);
 }
 
 Status Session::generate(std::string_view prompt, const InferRequest& request, InferResult* result) {

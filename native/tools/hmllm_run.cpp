@@ -6,6 +6,15 @@
 //             [--kernels NAME] [--logits-out FILE] [--json]
 //   hmllm_run --model M.gguf --classify alarm,weather,... --prompt TEXT [--example LABEL=TEXT ...]
 //             [--calibrate] [--json]
+//   hmllm_run --model M.gguf --chat MESSAGES.json --chat-format FORMAT.json [--print-prompt]
+//             [--timeout-ms N] [sampling and context options as above] [--json]
+//
+// --chat runs a conversation ({"messages": [{"role", "content"}, ...]}) in a compiled chat format
+// (the JSON of `hmbuild chat-template MODEL.gguf --json`, docs/chat.md) through Session::chat: it
+// stops at the format's end-of-turn or EOS token. --print-prompt prints the rendered prompt (and,
+// with --json, its token ids) instead of generating. --timeout-ms stops generation with what exists,
+// reported as stop "timeout". With --json, "stop" says what ended it: the stop string, "eos",
+// "max_tokens", "context_full" or "timeout".
 //
 // --classify routes the prompt text to one of the labels by label likelihood
 // (Session::classify); each --example is a labelled few-shot example placed before the text.
@@ -15,6 +24,8 @@
 // Exit status: 0 on success, 2 on bad arguments, 1 when the model cannot be loaded or run; the
 // error is one line on stderr (and {"ok": false, "error": ...} on stdout with --json).
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 #include <cstdio>
 #include <cstdlib>
 #include <chrono>
@@ -38,10 +49,11 @@ using hmllm::tools::parse_long;
 using hmllm::tools::parse_options;
 
 struct Args {
-    std::string model, prompt, tokens, kv = "f16", kernels, logits_out, classify;
+    std::string model, prompt, tokens, kv = "f16", kernels, logits_out, classify, chat, chat_format;
     std::vector<std::pair<std::string, std::string>> examples;  // (text, label)
     bool has_prompt = false, has_tokens = false, json = false, has_classify = false, calibrate = false;
-    int max_tokens = 32, threads = 0, ctx = 2048, top_k = 40;
+    bool print_prompt = false;
+    int max_tokens = 32, threads = 0, ctx = 2048, top_k = 40, timeout_ms = 0;
     float temperature = 0.0f, top_p = 0.95f;
     unsigned long long seed = 0;
 };
@@ -122,14 +134,70 @@ int run_classify(const Args& a, hmllm::Session& session) {
     return 0;
 }
 
+bool read_text(const std::string& path, std::string* out) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *out = ss.str();
+    return !in.bad();
+}
+
+std::string ids_json(const std::vector<int32_t>& ids) {
+    std::string s;
+    for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+    return s;
+}
+
+int run_chat(const Args& a, hmllm::Session& session, const std::vector<hmllm::ChatMessage>& messages,
+             const hmllm::InferRequest& base) {
+    if (a.print_prompt) {
+        std::string text;
+        std::vector<int32_t> ids;
+        hmllm::Status st = session.chat_prompt(messages, &text, &ids);
+        if (!st.ok()) return fail(a, 1, st.message);
+        if (a.json)
+            std::printf("{\"ok\": true, \"prompt\": \"%s\", \"prompt_tokens\": [%s], \"n_prompt_tokens\": %zu}\n",
+                        json_escape(text).c_str(), ids_json(ids).c_str(), ids.size());
+        else
+            std::printf("%s\n", text.c_str());
+        return 0;
+    }
+    hmllm::InferRequest req = base;
+    bool timed_out = false;
+    if (a.timeout_ms > 0) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(a.timeout_ms);
+        req.should_stop = [deadline, &timed_out] { return timed_out = std::chrono::steady_clock::now() >= deadline; };
+    }
+    hmllm::InferResult r;
+    hmllm::Status st = session.chat(messages, req, &r);
+    if (!st.ok()) return fail(a, 1, st.message);
+    const std::string stop = timed_out ? "timeout" : r.stop;
+    const hmllm::GenerateResult& g = r.generation;
+    if (!a.json) {
+        std::printf("\n");
+        std::fprintf(stderr, "hmllm_run: %d prompt tokens (%d reused), %zu generated, stop %s, ttft %.1f ms, decode %.2f tok/s\n",
+                     g.prompt_tokens, g.reused_tokens, g.tokens.size(), stop.c_str(), g.ttft_ms, g.decode_tps());
+        return 0;
+    }
+    std::printf("{\"ok\": true, \"text\": \"%s\", \"tokens\": [%s], \"prompt_tokens\": [%s], \"n_prompt_tokens\": %d, "
+                "\"stop\": \"%s\", \"ttft_ms\": %.3f, \"prefill_tps\": %.3f, \"decode_tps\": %.3f, \"threads\": %d, "
+                "\"kernels\": \"%s\"}\n",
+                json_escape(r.text).c_str(), ids_json(g.tokens).c_str(), ids_json(r.prompt_tokens).c_str(), g.prompt_tokens,
+                json_escape(stop).c_str(), g.ttft_ms, g.prefill_tps(), g.decode_tps(), session.engine().threads(),
+                hmllm::active_kernels());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     Args a;
     a.json = has_flag(argc, argv, "--json");
     const auto on_option = [&](const std::string& k, const char* v) {
-        if (!v) {  // --json, --calibrate
+        if (!v) {  // --json, --calibrate, --print-prompt
             a.calibrate |= k == "--calibrate";
+            a.print_prompt |= k == "--print-prompt";
             return Opt::ok;
         }
         long n = 0;
@@ -149,6 +217,9 @@ int main(int argc, char** argv) {
         else if (k == "--kernels") a.kernels = v;
         else if (k == "--logits-out") a.logits_out = v;
         else if (k == "--classify") a.classify = v, a.has_classify = true;
+        else if (k == "--chat") a.chat = v, ok = !a.chat.empty();
+        else if (k == "--chat-format") a.chat_format = v, ok = !a.chat_format.empty();
+        else if (k == "--timeout-ms") ok = parse_long(v, 1, 3600000, &n), a.timeout_ms = int(n);
         else if (k == "--example") {
             const char* eq = std::strchr(v, '=');
             ok = eq && eq != v && eq[1];
@@ -157,17 +228,31 @@ int main(int argc, char** argv) {
         else return Opt::unknown;
         return check(ok);
     };
-    const std::string bad = parse_options(argc, argv, {"--json", "--calibrate"}, on_option);
+    const std::string bad = parse_options(argc, argv, {"--json", "--calibrate", "--print-prompt"}, on_option);
     if (!bad.empty()) return fail(a, 2, bad);
     if (a.model.empty()) return fail(a, 2, "--model is required");
-    if (a.has_prompt == a.has_tokens) return fail(a, 2, "give exactly one of --prompt and --tokens");
+    const bool chat = !a.chat.empty();
+    if (chat && (a.has_prompt || a.has_tokens || a.has_classify || !a.logits_out.empty()))
+        return fail(a, 2, "--chat takes the conversation from its file: no --prompt, --tokens, --classify or --logits-out");
+    if (chat != !a.chat_format.empty()) return fail(a, 2, "--chat and --chat-format go together");
+    if ((a.print_prompt || a.timeout_ms) && !chat) return fail(a, 2, "--print-prompt and --timeout-ms only go with --chat");
+    if (!chat && a.has_prompt == a.has_tokens) return fail(a, 2, "give exactly one of --prompt and --tokens");
     if (a.has_classify && !a.has_prompt) return fail(a, 2, "--classify needs the text as --prompt");
     if ((!a.examples.empty() || a.calibrate) && !a.has_classify)
         return fail(a, 2, "--example and --calibrate only go with --classify");
     if (!a.kernels.empty() && !hmllm::select_kernels(a.kernels.c_str()))
         return fail(a, 2, "kernel set '" + a.kernels + "' is unknown or not supported by this CPU");
 
+    // The conversation and its format are read before the model is mapped: a bad file fails fast.
+    std::vector<hmllm::ChatMessage> messages;
     hmllm::SessionOptions so;
+    if (chat) {
+        std::string text;
+        if (!read_text(a.chat_format, &so.chat_format)) return fail(a, 1, "cannot read the chat format " + a.chat_format);
+        if (!read_text(a.chat, &text)) return fail(a, 1, "cannot read the conversation " + a.chat);
+        hmllm::Status st = hmllm::parse_chat_messages(text, a.chat, &messages);
+        if (!st.ok()) return fail(a, 1, st.message);
+    }
     so.threads = a.threads;
     so.context_size = a.ctx;
     so.kv_type = a.kv == "q8_0" ? hmllm::KvType::Q8_0 : hmllm::KvType::F16;
@@ -189,6 +274,7 @@ int main(int argc, char** argv) {
             return true;
         };
     }
+    if (chat) return run_chat(a, *session, messages, req);
     std::vector<int32_t> prompt;
     if (a.has_tokens) {
         if (!parse_tokens(a.tokens, &prompt)) return fail(a, 2, "--tokens must be comma-separated token ids");

@@ -84,6 +84,7 @@ public:
     // Keeps the KV of the first n cached tokens only (used by prefix reuse and evaluation).
     void truncate_cache(int n);
     int cached_tokens() const { return static_cast<int>(cached_.size()); }
+    int context_size() const { return kv_.n_ctx(); }  // tokens, after the model's bound
 
     const ModelConfig& config() const { return cfg_; }
     const MemoryPlan& memory_plan() const { return plan_; }

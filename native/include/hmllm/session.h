@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hmllm/chat_format.h"
 #include "hmllm/engine.h"
 #include "hmllm/gguf_reader.h"
 #include "hmllm/model.h"
@@ -23,6 +24,8 @@ struct SessionOptions {
     KvType kv_type = KvType::F16;
     uint64_t memory_budget_bytes = 0;  // 0: no limit
     bool high_priority = true;         // raise the inference threads' priority where permitted
+    // The compiled chat format (hmbuild-chat JSON, docs/chat.md) that chat() applies; "": none.
+    std::string chat_format;
 };
 
 struct InferRequest {
@@ -58,6 +61,10 @@ struct InferResult {
     std::string text;
     std::vector<int32_t> prompt_tokens;
     GenerateResult generation;
+    // What ended generation: the stop string that matched (the format's or the request's),
+    // "eos" (another end-of-generation token), "max_tokens", "context_full", or "stopped"
+    // (should_stop or on_piece asked to stop: a cancel or timeout, which the caller knows).
+    std::string stop;
 };
 
 class Session {
@@ -71,6 +78,22 @@ public:
     Status generate(std::string_view prompt, const InferRequest& request, InferResult* result);
     // The same with prompt token ids instead of text (evaluation, tests with tiny vocabularies).
     Status generate_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result);
+
+    // A conversation in the session's chat format: the messages validated and rendered with the
+    // generation prompt, tokenized with special tokens recognised and no extra BOS, and generated
+    // until an end-of-turn or end-of-generation token, a stop string, or max_tokens. The KV cache
+    // keeps the longest common prefix with the previous request, so a conversation that grows by
+    // a turn only prefills the new turns. Refused (InvalidArgument, one sentence): no chat format,
+    // messages the format refuses, a prompt that leaves no room for max_tokens in the context.
+    Status chat(const std::vector<ChatMessage>& messages, const InferRequest& request, InferResult* result);
+    // The steps of chat() for callers that want the token count first (the NAPI layer reports it
+    // with a refusal): whether a prompt of n tokens leaves max_tokens of room, and generation from
+    // chat_prompt()'s tokens with the format's stops.
+    Status check_chat_fits(size_t n_prompt, int max_tokens) const;
+    Status chat_tokens(const std::vector<int32_t>& prompt, const InferRequest& request, InferResult* result);
+    // The prompt chat() would feed: its text and token ids (validated as chat() does).
+    Status chat_prompt(const std::vector<ChatMessage>& messages, std::string* text, std::vector<int32_t>* tokens) const;
+    const ChatFormat* chat_format() const { return has_chat_format_ ? &chat_format_ : nullptr; }
 
     // Intent recognition by label likelihood: scores " <label>" after
     //   Text: "<text>"\nIntent (one of: a, b, c):
@@ -95,6 +118,8 @@ public:
 
 private:
     Session() = default;
+    Status run(const std::vector<int32_t>& prompt, const InferRequest& request, const ChatStops* stops,
+               InferResult* result);
     GgufFile model_;
     Tokenizer tokenizer_;
     ModelConfig config_;
@@ -103,6 +128,9 @@ private:
     SessionOptions options_;
     bool released_ = false;
     bool priority_raised_ = false;
+    bool has_chat_format_ = false;
+    ChatFormat chat_format_;
+    ChatStops chat_stops_;  // the format's stop strings for this vocabulary
     // The empty text's label scores for calibration, and the labels and examples they are for.
     std::string calibration_key_;
     std::vector<double> calibration_scores_;

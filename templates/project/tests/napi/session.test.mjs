@@ -28,7 +28,7 @@ function expectCode(fn, code, type = Error) {
 
 test('exports exactly the contract', () => {
   assert.deepEqual(Object.keys(lib).sort(),
-    ['cancel', 'classifyAsync', 'inferAsync', 'init', 'release', 'stats', 'verifyModel', 'warmup']);
+    ['cancel', 'chatAsync', 'classifyAsync', 'inferAsync', 'init', 'release', 'stats', 'verifyModel', 'warmup']);
 });
 
 test('inferAsync continues the prompt off the JS thread and resolves an ArrayBuffer', needsModel, async () => {
