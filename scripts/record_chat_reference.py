@@ -17,7 +17,9 @@ Writes tests/fixtures/llama_cpp/chat_tokenize.json:
           Llama 3's tokenizer, for Llama 3.2's), the messages, the rendered text (with the
           generation prompt) and llama.cpp's ids (add_special=False: the template writes BOS).
   greedy  the real Gemma 3 270M on Gemma 3's template, for the multi-turn conversation with a
-          system turn and Chinese text: llama.cpp's 32 greedy tokens after the prompt.
+          system turn and Chinese text: llama.cpp's 32 greedy tokens after the prompt, and at each
+          step the gap between its best two logits (where that is small, 8-bit activation noise
+          may make another engine choose the other).
 """
 
 from __future__ import annotations
@@ -94,14 +96,17 @@ def main() -> int:
             if template == "gemma-3-it" and kind == GREEDY_CASE:
                 eval_fresh(llm, ids)
                 logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
-                out = []
+                out, margins = [], []
                 for _ in range(N_GENERATE):
                     tok = int(np.argmax(logits))
                     out.append(tok)
+                    top2 = np.sort(logits)[-2:]
+                    margins.append(round(float(top2[1] - top2[0]), 4))  # how close llama.cpp's own choice was
                     llm.eval([tok])
                     logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
                 text_out = b"".join(piece(llm._model, t, False) for t in out)
                 greedy = {"template": template, "kind": kind, "prompt_ids": ids, "generated_ids": out,
+                          "generated_margins": margins,
                           "generated_text": text_out.decode("utf-8", errors="replace")}
     data = {
         "generator": gen,
