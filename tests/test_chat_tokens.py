@@ -187,3 +187,21 @@ def test_real_gemma_chat_greedy_tokens_match_llama_cpp(host_project, gemma_chat_
     else:
         assert parted >= 16 and margins[parted] < 0.3, (
             f"step {parted}: {got[parted]} instead of llama.cpp's {want[parted]} (its margin {margins[parted]})")
+
+
+def test_a_base_model_with_an_embedded_format_chats_with_no_format_given(host_project, tmp_path):
+    """`chat-template --embed`: the session reads the format from the model file (as an app's init()
+    without chatFormat does; `run --chat` then passes none to the tool) and feeds llama.cpp's ids."""
+    src = model_path()
+    if not src.is_file():
+        pytest.skip("needs the test model: hmbuild fetch-model")
+    model = tmp_path / "gemma-3-270m-chat.gguf"
+    run_hmbuild("chat-template", str(src), "--template", "gemma", "--embed", str(model), check=True)
+    case = next(c for c in CASES if c["template"] == "gemma-3-it" and c["kind"] == "multi-turn")
+    out = _run_chat(host_project, model, case, tmp_path, "--max-tokens", "4")
+    assert out["prompt_tokens"] == case["ids"] and out["chat_format"] == "builtin:gemma"
+    # The base model itself has no format: refused in one sentence naming both ways to give one.
+    conv = tmp_path / "conversation.json"
+    proc = run_hmbuild("-C", str(host_project), "run", "--model", str(src), "--chat", str(conv))
+    assert proc.returncode == 1 and "has no tokenizer.chat_template (a base model)" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -176,6 +176,8 @@ def _chat_options(options: RunOptions, project, model: Path, chat_file: Path, na
         raise HmbuildError(str(exc)) from None
     format_file, messages_file = scratch / "format.json", scratch / "messages.json"
     format_file.write_text(json.dumps(fmt.to_json(), ensure_ascii=False), encoding="utf-8")
+    if fmt == chat_template.embedded_format(model):  # the runtime reads it from the model, as an app's does
+        format_file = None
     messages_file.write_text(json.dumps({"messages": messages}, ensure_ascii=False), encoding="utf-8")
     return replace(options, chat=messages_file, chat_format=format_file, print_prompt=print_prompt,
                    timeout_ms=timeout_ms), fmt.source
