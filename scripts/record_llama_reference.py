@@ -43,17 +43,26 @@ llama.cpp commit, and a "model" object with the file name and its SHA-256):
                         ids from llama.cpp's full test vocabularies (qwen2, llama-bpe, gpt-2,
                         llama-spm), each with its file's SHA-256; the native test compares when
                         HMLLM_VOCAB_DIR points at those files.
+  tiny_families.json    for each family of tests/tiny_models.py FAMILIES (llama, qwen2, qwen3,
+                        gemma3, gemma3 with Gemma 3 4B's linear RoPE scaling, llama with
+                        Llama 3 rope_freqs), in F32 and Q4_0: the tiny
+                        random-weight model's config, its file's SHA-256 (the test rebuilds the
+                        file and checks it), llama.cpp's 32 greedy tokens and the top-10 logits
+                        of every step. Needs no download; `--tiny-families-only` records just it.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +70,10 @@ import numpy as np
 import llama_cpp
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # tiny_models and the hmbuild it imports
+
+from gguf import GGMLQuantizationType  # noqa: E402
+from tiny_models import FAMILIES, family_config, type_name, write_tiny_model  # noqa: E402
 DEFAULT_OUT = REPO / "tests" / "fixtures" / "llama_cpp"
 DEFAULT_MODEL = Path("/root/.cache/hmbuild/models/gemma-3-270m-q4_k_m.gguf")
 
@@ -532,12 +545,93 @@ def record_greedy(llm, model_info: dict, gen: dict) -> dict:
     }
 
 
+TINY_PROMPT = [2, 270, 265, 299, 280, 261, 262, 263, 290]  # BOS and 8 words of the tiny vocabulary
+TINY_TYPES = [GGMLQuantizationType.F32, GGMLQuantizationType.Q4_0]
+# A step whose best two logits are closer than this is decided by summation order, not by the
+# model: the recorder takes the first seed whose greedy path has no such step, so the test's
+# top-1 comparison checks the architecture rather than rounding.
+TINY_MIN_MARGIN = 0.02
+TINY_SEEDS = range(50)
+
+
+def tiny_greedy(path: Path) -> tuple[list[int], list[list], float]:
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, n_batch=128, n_threads=N_THREADS,
+                          n_threads_batch=N_THREADS, logits_all=True, seed=0, verbose=False)
+    eval_fresh(llm, TINY_PROMPT)
+    generated, steps, margin = [], [], math.inf
+    for _ in range(N_GENERATE):
+        logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+        top = np.sort(logits)[::-1]
+        margin = min(margin, float(top[0] - top[1]))
+        tok = int(np.argmax(logits))
+        generated.append(tok)
+        steps.append(top_logits(logits))
+        llm.eval([tok])
+    llm.close()
+    return generated, steps, margin
+
+
+def record_tiny_families(gen: dict, tmp: Path) -> dict:
+    models = []
+    for family in FAMILIES:
+        for qtype in TINY_TYPES:
+            for seed in TINY_SEEDS:
+                cfg = family_config(family, qtype, seed)
+                path = tmp / f"tiny-{family}-{type_name(qtype)}-{seed}.gguf"
+                write_tiny_model(path, cfg)
+                generated, steps, margin = tiny_greedy(path)
+                if margin >= TINY_MIN_MARGIN:
+                    break
+            else:
+                raise SystemExit(f"no seed in {TINY_SEEDS} gives {family} {type_name(qtype)} a path without near-ties")
+            config = dataclasses.asdict(cfg)
+            config["weight_type"] = type_name(qtype)
+            models.append({
+                "family": family,
+                "config": config,
+                "file": path.name,
+                "sha256": sha256_of(path),
+                "min_top2_margin": round(margin, 4),
+                "prompt_ids": TINY_PROMPT,
+                "generated_ids": generated,
+                "top10": steps,
+            })
+            print(f"{family} {type_name(qtype)}: seed {seed}, smallest top-2 margin {margin:.3f}", file=sys.stderr)
+    return {
+        "generator": gen,
+        "settings": {
+            "n_ctx": 128,
+            "n_threads": N_THREADS,
+            "kv_cache": "f16 (llama.cpp's default)",
+            "sampling": "argmax of the logits, fed back one token at a time",
+            "n_generate": N_GENERATE,
+            "top10": "per step: [token id, logit] of the logits that chose generated_ids[step], descending",
+            "seed": f"the first of {TINY_SEEDS.start}..{TINY_SEEDS.stop - 1} whose path has no top-2 margin "
+                    f"under {TINY_MIN_MARGIN}",
+            "models": "tests/tiny_models.py write_tiny_model(TinyConfig(**config)), gguf "
+                      f"{importlib.metadata.version('gguf')}",
+        },
+        "models": models,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--vocab-dir", type=Path, default=DEFAULT_VOCAB_DIR)
+    ap.add_argument("--tiny-families-only", action="store_true",
+                    help="record only tiny_families.json (no Gemma model, no vocabularies)")
     args = ap.parse_args()
+    gen = generator_info()
+    if args.tiny_families_only:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            data = record_tiny_families(gen, Path(tmp))
+        path = args.out / "tiny_families.json"
+        path.write_text(dump_compact(data), encoding="utf-8")
+        print(f"wrote {path} ({path.stat().st_size} bytes)", file=sys.stderr)
+        return 0
     model_path = args.model or Path(os.environ.get("HMLLM_TEST_MODEL", DEFAULT_MODEL))
     if not model_path.is_file():
         print(f"error: model {model_path} not found; run `hmbuild fetch-model` or pass --model",
@@ -545,7 +639,6 @@ def main() -> int:
         return 1
 
     model_info = {"file": model_path.name, "sha256": sha256_of(model_path)}
-    gen = generator_info()
     llm = llama_cpp.Llama(
         model_path=str(model_path),
         n_ctx=N_CTX,
@@ -568,6 +661,8 @@ def main() -> int:
     else:
         print(f"note: no llama.cpp test vocabularies in {args.vocab_dir}; BPE fixtures not "
               "re-recorded (see the docstring)", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        outputs["tiny_families.json"] = record_tiny_families(gen, Path(tmp))
     for name, data in outputs.items():
         path = args.out / name
         path.write_text(dump_compact(data), encoding="utf-8")

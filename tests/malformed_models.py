@@ -263,7 +263,7 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
     # --- the model inside a well-formed file ---------------------------------------------------
     emit("no_architecture", edit(lambda g: g.drop_kv("general.architecture")), "has no general.architecture")
     emit("unknown_architecture", edit(lambda g: g.set_kv("general.architecture", string_value("mamba"))),
-         "is a 'mamba' model; supported: llama, qwen2, gemma3")
+         "is a 'mamba' model; supported: llama, qwen2, qwen3, gemma3")
 
     def rename_arch(arch):
         def fn(g):
@@ -273,6 +273,7 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
 
     emit("wrong_architecture_qwen2", edit(rename_arch("qwen2")), "tensor blk.0.attn_q.bias is missing")
     emit("wrong_architecture_gemma3", edit(rename_arch("gemma3")), "tensor blk.0.attn_q_norm.weight is missing")
+    emit("wrong_architecture_qwen3", edit(rename_arch("qwen3")), "tensor blk.0.attn_q_norm.weight is missing")
     emit("architecture_without_its_keys", edit(lambda g: g.set_kv("general.architecture", string_value("qwen2"))),
          "lacks the required key qwen2.block_count")
     for key in ("llama.block_count", "llama.embedding_length", "llama.attention.head_count",
@@ -335,6 +336,20 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
          "llama.attention.layer_norm_rms_epsilon must be a number from 0 to 1")
     emit("rope_base_zero", edit(lambda g: g.set_kv("llama.rope.freq_base", _u32(FLOAT32) + struct.pack("<f", 0.0))),
          "llama.rope.freq_base must be a number from 1 to 1e+12")
+    emit("rope_scaling_yarn", edit(lambda g: g.add_kv("llama.rope.scaling.type", string_value("yarn"))),
+         "uses 'yarn' RoPE scaling; this runtime supports none, linear and Llama 3's rope_freqs")
+    emit("rope_scaling_type_not_a_string", edit(lambda g: g.add_kv("llama.rope.scaling.type", u32_value(2))),
+         "llama.rope.scaling.type must be a string")
+    emit("rope_partial_rotary", edit(lambda g: g.add_kv("llama.rope.dimension_count", u32_value(c.head_dim // 2))),
+         f"rotates {c.head_dim // 2} of {c.head_dim} dimensions per head")
+    def rope_freqs(values):
+        return lambda g: g.tensors.append(Tensor("rope_freqs.weight", [len(values)], int(Q.F32),
+                                                 b"".join(struct.pack("<f", v) for v in values)))
+
+    emit("rope_freqs_wrong_length", edit(rope_freqs([1.0] * c.head_dim)),
+         f"tensor rope_freqs.weight must be an F32 vector of {c.head_dim // 2}")
+    emit("rope_freqs_not_positive", edit(rope_freqs([1.0] * (c.head_dim // 2 - 1) + [-8.0])),
+         "rope_freqs.weight must hold positive numbers")
     emit("norm_type_f16", edit(retype("output_norm.weight", Q.F16)),
          f"tensor output_norm.weight must be an F32 vector of {c.d_model}")
 

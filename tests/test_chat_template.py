@@ -266,3 +266,31 @@ def test_cli_prints_the_format_or_one_line_refusal(tmp_path):
     bad.write_text("{% if %}", encoding="utf-8")
     r = CliRunner().invoke(cli, ["chat-template", str(base), "--template-file", str(bad)])
     assert r.exit_code == 1 and "does not parse" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_embed_writes_a_copy_carrying_the_format_and_the_same_tensors(tmp_path):
+    """`chat-template --embed`: the runtime's source of the format when init() gets no chatFormat."""
+    from tiny_models import TinyConfig, write_tiny_model
+
+    from hmbuild.model.chat_template import EMBED_KEY, embedded_format
+
+    src = tmp_path / "tiny.gguf"
+    write_tiny_model(src, TinyConfig(arch="gemma3"))
+    out = tmp_path / "tiny-chat.gguf"
+    r = CliRunner().invoke(cli, ["chat-template", str(src), "--template", "gemma", "--embed", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["embedded_in"] == str(out)
+    fmt = embedded_format(out)
+    assert fmt is not None and fmt.generation_prompt == "<start_of_turn>model\n" and embedded_format(src) is None
+    a, b = gguf.GGUFReader(src), gguf.GGUFReader(out)
+    assert [(t.name, t.tensor_type, bytes(t.data)) for t in a.tensors] == [(t.name, t.tensor_type, bytes(t.data))
+                                                                           for t in b.tensors]
+    assert EMBED_KEY in b.fields and EMBED_KEY not in a.fields
+    # Embedding again replaces the format; the model file itself is never the target.
+    r = CliRunner().invoke(cli, ["chat-template", str(out), "--template", "chatml", "--embed", str(out)])
+    assert r.exit_code == 1 and "is the model file itself" in r.output
+    again = tmp_path / "again.gguf"
+    assert CliRunner().invoke(cli, ["chat-template", str(out), "--template", "chatml", "--embed", str(again)]).exit_code == 0
+    assert embedded_format(again).source == "builtin:chatml"
+    assert list(gguf.GGUFReader(again).fields).count(EMBED_KEY) == 1
+    assert not list(tmp_path.glob("*.part"))

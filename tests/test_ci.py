@@ -13,6 +13,7 @@ import sys
 import tarfile
 import tomllib
 import zipfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -26,6 +27,7 @@ from hmbuild.errors import HmbuildError
 from hmbuild.model import catalog as models
 from hmbuild.scaffold import ci, ci_switch
 from hmbuild.targets import node as node_tools
+from hmbuild.targets.ohos_standin import standin_root
 from hmbuild.targets.target import find_ohos_sdk
 
 GITHUB, GITLAB = ".github/workflows/ci.yml", ".gitlab-ci.yml"
@@ -88,6 +90,7 @@ def gitlab_jobs(gitlab):
 def hmbuild_commands(lines, cpu, cpu_ref):
     """argv of each `hmbuild ...` line with the matrix value put in, up to a pipe (tee)."""
     for line in lines:
+        line = line.removeprefix(ci.STANDIN_GUARD)  # a command only the stand-in's binaries can run
         if line.startswith("hmbuild "):
             text = line.replace(cpu_ref, cpu) if cpu else line
             assert "$" not in text.split("|")[0], f"unexpanded variable in {line!r}"
@@ -128,10 +131,11 @@ def test_linux_arm64_runs_the_whole_suite_once_and_the_kernel_dispatch_on_the_ot
                 assert "--only kernels,session" in tests[0]
 
 
-def test_the_ohos_job_runs_only_when_the_sdk_url_is_set(projects, github, gitlab):
-    assert github["jobs"]["ohos"]["if"] == "${{ vars.OHOS_SDK_URL != '' }}"
+def test_the_ohos_job_runs_only_when_an_sdk_or_the_public_files_url_is_set(projects, github, gitlab):
+    assert github["jobs"]["ohos"]["if"] == "${{ vars.OHOS_SDK_URL != '' || vars.OHOS_PUBLIC_URL != '' }}"
     assert github["env"]["OHOS_SDK_URL"] == "${{ vars.OHOS_SDK_URL }}"
-    assert gitlab["ohos"]["rules"] == [{"if": "$OHOS_SDK_URL"}]
+    assert github["env"]["OHOS_PUBLIC_URL"] == "${{ vars.OHOS_PUBLIC_URL }}"
+    assert gitlab["ohos"]["rules"] == [{"if": "$OHOS_SDK_URL"}, {"if": "$OHOS_PUBLIC_URL"}]
     for jobs, ref in ((github_jobs(github), GITHUB_CPU), (gitlab_jobs(gitlab), "$CPU")):
         for name, (job, cpus, lines) in jobs.items():
             targets = {c[c.index("--target") + 1] for cpu in cpus for c in hmbuild_commands(lines, cpu, ref)
@@ -142,6 +146,16 @@ def test_the_ohos_job_runs_only_when_the_sdk_url_is_set(projects, github, gitlab
     for rel in (GITHUB, GITLAB):  # the header documents both variables
         header = [l for l in ci_file(projects, rel).read_text().splitlines() if l.startswith("#")]
         assert any(l.startswith("#   OHOS_SDK_URL ") for l in header) and any("HMBUILD_PIP_SPEC" in l for l in header)
+        assert any(l.startswith("#   OHOS_PUBLIC_URL ") for l in header)
+
+
+def test_the_ohos_job_tests_both_targets_only_with_the_stand_in_and_packs_both_abis(github, gitlab):
+    for lines in (github_jobs(github)["ohos"][2], gitlab["ohos"]["script"]):
+        guarded = [l for l in lines if l.startswith(ci.STANDIN_GUARD)]
+        assert [shlex.split(l.removeprefix(ci.STANDIN_GUARD).split("|")[0])[1:4] for l in guarded] == [
+            ["test", "--target", "ohos-arm64"], ["test", "--target", "ohos-x86_64"]]
+        assert not [l for l in lines if l.startswith("hmbuild test") and l not in guarded]
+        assert "hmbuild package --target ohos-arm64 --target ohos-x86_64 --json | tee reports/package.json" in lines
 
 
 needs_curl_unzip = pytest.mark.skipif(not (shutil.which("curl") and shutil.which("unzip")), reason="needs curl and unzip")
@@ -149,8 +163,14 @@ needs_curl_unzip = pytest.mark.skipif(not (shutil.which("curl") and shutil.which
 
 @pytest.fixture
 def sdk_script(github):
-    step = next(s for s in github["jobs"]["ohos"]["steps"] if s.get("name") == "Fetch the OpenHarmony SDK")
+    step = next(s for s in github["jobs"]["ohos"]["steps"] if s.get("name", "").startswith("The OpenHarmony SDK"))
     return step["run"]
+
+
+def test_gitlab_runs_the_same_sdk_step(github, gitlab, sdk_script):
+    block = next(l for l in gitlab["ohos"]["script"] if l.startswith("if [ -n \"${OHOS_NDK_HOME"))
+    assert block.rstrip("\n").splitlines() == sdk_script.rstrip("\n").splitlines()[:len(ci.SDK_STEP)]
+    assert "export OHOS_SDK_NATIVE OHOS_SDK_KIND" in gitlab["ohos"]["script"]
 
 
 def _native_zip(path, prefix=""):
@@ -159,13 +179,13 @@ def _native_zip(path, prefix=""):
         zf.writestr(f"{prefix}native/llvm/bin/README", "")
 
 
-def _run_sdk_script(script, tmp_path, archive):
+def _run_sdk_script(script, tmp_path, archive, var="OHOS_SDK_URL", path="/usr/bin:/bin", env=None):
     env_file = tmp_path / "github_env"
     env_file.write_text("")
     work = tmp_path / "work"
     work.mkdir()
     proc = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=work, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "OHOS_SDK_URL": archive.as_uri(), "GITHUB_ENV": str(env_file)})
+                          env={**(env or {}), "PATH": path, var: archive.as_uri(), "GITHUB_ENV": str(env_file)})
     return proc, dict(line.split("=", 1) for line in env_file.read_text().splitlines())
 
 
@@ -184,11 +204,67 @@ def test_the_sdk_step_points_hmbuild_at_the_unpacked_native_folder(sdk_script, t
             tf.add(inner, arcname="linux/native-linux-x64-5.0.0.71-Release.zip")
     proc, env = _run_sdk_script(sdk_script, tmp_path, archive)
     assert proc.returncode == 0, proc.stderr
+    assert env["OHOS_SDK_KIND"] == "sdk"
     monkeypatch.setenv("OHOS_SDK_NATIVE", env["OHOS_SDK_NATIVE"])
     monkeypatch.delenv("OHOS_NDK_HOME", raising=False)
     native, _ = find_ohos_sdk()
     assert native is not None and str(native) == env["OHOS_SDK_NATIVE"]
     assert native.name == "native" and native.is_relative_to(tmp_path / "work" / ".ohos-sdk")
+
+
+OHOS_PUBLIC = next((d for d in (REPO.parent / "shared" / "ohos-public", Path("/work/shared/ohos-public"))
+                    if (d / "build/cmake/ohos.toolchain.cmake").is_file()), None)
+
+
+def _package_tool_doubles(bin_dir, log):
+    """Test doubles of Debian's dpkg and apt-get (this test must not add architectures or install
+    packages on the machine): they record the calls that would change the system and pass the
+    rest (hmbuild's own `apt-get download`, `dpkg --print-foreign-architectures`) to the real tools."""
+    bin_dir.mkdir()
+    for tool, changes in (("dpkg", "--add-architecture"), ("apt-get", "update|install")):
+        script = bin_dir / tool
+        script.write_text(f"#!/bin/sh\ncase \"$1\" in {changes}) echo \"{tool} $*\" >> {log}; exit 0;; esac\n"
+                          f"exec /usr/bin/{tool} \"$@\"\n")
+        script.chmod(0o755)
+    hm = bin_dir / "hmbuild"
+    hm.write_text(f"#!/bin/sh\nexec {sys.executable} -m hmbuild \"$@\"\n")
+    hm.chmod(0o755)
+
+
+@needs_curl_unzip
+@pytest.mark.skipif(OHOS_PUBLIC is None, reason="needs ../shared/ohos-public (OpenHarmony's public files)")
+def test_without_an_sdk_the_step_builds_the_stand_in_from_the_public_files_url(sdk_script, tmp_path):
+    """The stand-in branch of the ohos job's own shell lines, with a tarball of the public files on a
+    file:// URL and the real `hmbuild setup --ohos-public` (its cached stand-in when this machine has one)."""
+    from hmbuild.resources import cache_dir
+
+    archive = tmp_path / "ohos-public.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(OHOS_PUBLIC, arcname="ohos-public")
+    log = tmp_path / "package-tools.log"
+    _package_tool_doubles(tmp_path / "bin", log)
+    proc, env = _run_sdk_script(sdk_script, tmp_path, archive, var="OHOS_PUBLIC_URL", path=f"{tmp_path / 'bin'}:/usr/bin:/bin",
+                                env={"HOME": str(Path.home()), "HMBUILD_CACHE": str(cache_dir())})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert env["OHOS_SDK_KIND"] == "stand-in" and "OHOS_SDK_NATIVE" not in env
+    assert log.read_text().splitlines() == [
+        "dpkg --add-architecture arm64", "apt-get update -qq",
+        "apt-get install -y -qq --no-install-recommends clang-19 lld-19 llvm-19 libclang-rt-19-dev"]
+    assert "OpenHarmony SDK stand-in (OHOS ABI from public parts" in proc.stdout
+    assert (tmp_path / "work" / ".ohos-public" / "ohos-public" / "build/cmake/ohos.toolchain.cmake").is_file()
+
+
+@needs_curl_unzip
+def test_the_public_files_url_without_the_toolchain_file_fails_with_a_sentence(sdk_script, tmp_path):
+    archive = tmp_path / "not-public-files.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(REPO / "README.md", arcname="README.md")
+    log = tmp_path / "package-tools.log"
+    _package_tool_doubles(tmp_path / "bin", log)
+    proc, env = _run_sdk_script(sdk_script, tmp_path, archive, var="OHOS_PUBLIC_URL", path=f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    assert proc.returncode != 0
+    assert "OHOS_PUBLIC_URL holds no build/cmake/ohos.toolchain.cmake (the public OpenHarmony files)" in proc.stderr
+    assert "OHOS_SDK_KIND" not in env
 
 
 @needs_curl_unzip
@@ -238,8 +314,8 @@ def test_the_caches_hold_pip_npm_conan_ccache_and_the_model(github, gitlab, proj
         for name, cached in caches.items():
             for path in always:
                 assert _under(path, cached), (name, path)
-            fetches = name != "ohos"
-            assert _under(model, cached) == fetches and _under(model.with_name(model.name + ".verified"), cached) == fetches
+            assert _under(model, cached) and _under(model.with_name(model.name + ".verified"), cached)
+            assert _under(standin_root(), cached) == (name == "ohos"), name
             assert not _under(env["HMBUILD_CACHE"] / "models" / "pip", cached), "the model's pip chunks are not kept"
     for job in gitlab.values():  # GitLab caches only paths inside the project
         assert all(not p.startswith(("/", "..", "$")) for c in job["cache"] for p in c["paths"])
@@ -260,13 +336,13 @@ def _bootstrap():
 def test_the_apt_packages_are_bootstraps_less_node_and_fuzzing_plus_sdk_unpacking(github, gitlab):
     installed = set()
     for lines in [job[2] for job in github_jobs(github).values()] + [job["script"] for job in gitlab.values()]:
-        for line in lines:
+        for line in (l for item in lines for l in item.splitlines()):  # GitLab's SDK step is one block
             if " apt-get install " in f" {line}":
                 installed |= set(line.split("--no-install-recommends", 1)[1].split())
     bootstrap, _ = _bootstrap()
-    # lld-19 and llvm-19 link and inspect the ohos targets with hmbuild's SDK stand-in; the
-    # generated ohos job uses a real SDK, which brings its own.
-    assert bootstrap - installed == {"nodejs", "npm", "clang-19", "libclang-rt-19-dev", "git", "lld-19", "llvm-19"}
+    # The ohos job installs the stand-in's LLVM only when it builds the stand-in (a real SDK brings
+    # its own), as bootstrap.sh does for hmbuild's own tests.
+    assert bootstrap - installed == {"nodejs", "npm", "git"}
     assert installed - bootstrap == {"curl", "unzip", "xz-utils"}
     assert all(job["container"] == "node:20-bookworm" for job in github["jobs"].values())
 
@@ -292,12 +368,18 @@ def _suite_commands():
     arguments are literals or parametrized values (the project folder dropped)."""
     _, commands = _bootstrap()
     prefix = {"run_hmbuild": (), "hm": (), "build_json": ("build", "--json")}
-    for name in ("test_e2e.py", "test_examples.py", "test_cli.py"):
+    for name in ("test_e2e.py", "test_examples.py", "test_cli.py", "test_ohos_standin.py"):
         tree = ast.parse((REPO / "tests" / name).read_text())
         for func in ast.walk(tree):
             if not isinstance(func, ast.FunctionDef):
                 continue
             params = _parametrized(func)
+            for loop in ast.walk(func):  # `for target in ("ohos-arm64", "ohos-x86_64"):` counts like a parametrize
+                if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
+                    try:
+                        params[loop.target.id] = list(ast.literal_eval(loop.iter))
+                    except ValueError:
+                        pass
             for call in ast.walk(func):
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in prefix):
                     continue
@@ -335,10 +417,11 @@ def test_every_hmbuild_command_in_the_ci_files_is_one_the_test_suite_runs(github
                 for argv in hmbuild_commands(lines, cpu, ref):
                     command = cli.get_command(None, argv[0])
                     command.make_context(argv[0], list(argv[1:]))  # a usage error raises here
-                    if name != "ohos":  # the SDK is on no registry: no test can build ohos targets
-                        assert _same_run(argv) in suite, f"{name} runs `hmbuild {shlex.join(argv)}`, which no test runs"
-                        ran.add(_same_run(argv))
-    assert {("test", "--target", "host"), ("build", "--target", "linux-arm64")} <= ran
+                    # The ohos job's commands are the stand-in's (tests/test_ohos_standin.py).
+                    assert _same_run(argv) in suite, f"{name} runs `hmbuild {shlex.join(argv)}`, which no test runs"
+                    ran.add(_same_run(argv))
+    assert {("test", "--target", "host"), ("build", "--target", "linux-arm64"), ("build", "--target", "ohos-x86_64"),
+            ("test", "--target", "ohos-arm64")} <= ran
     assert {c for c in ran if "--cpu" in c} == {("test", "--target", "linux-arm64", "--cpu", "cortex-a76")} | {
         ("test", "--target", "linux-arm64", "--cpu", c, "--only", "kernels,session") for c in ("cortex-a53", "max")}
 
@@ -422,5 +505,5 @@ def test_git_ignores_what_the_ci_writes_into_the_project(projects):
 
     for provider in ("github", "gitlab"):
         ignored = (projects / provider / ".gitignore").read_text().splitlines()
-        for path in (ci.CACHE_ROOT, ci.REPORTS, ".ohos-sdk", ".ohos-sdk.archive"):
+        for path in (ci.CACHE_ROOT, ci.REPORTS, ".ohos-sdk", ".ohos-sdk.archive", ".ohos-public", ".ohos-public.archive"):
             assert f"/{path}/" in ignored or f"/{path}" in ignored, path

@@ -1,7 +1,7 @@
-"""The inference engine against references: tiny random-weight llama / qwen2 / gemma3 models vs a
-NumPy forward pass for every tensor type (host and aarch64 under qemu), and the real Gemma 3 270M
-vs llama.cpp's recorded greedy tokens (tests/fixtures/llama_cpp, made by
-scripts/record_llama_reference.py)."""
+"""The inference engine against references: tiny random-weight llama / qwen2 / qwen3 / gemma3 /
+llama3-rope models vs a NumPy forward pass for every tensor type (host and aarch64 under qemu), and
+the real Gemma 3 270M vs llama.cpp's recorded greedy tokens (tests/fixtures/llama_cpp, made by
+scripts/record_llama_reference.py). The families against llama.cpp itself: test_llama_cpp_families.py."""
 import json
 
 import numpy as np
@@ -9,7 +9,8 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 
 from conftest import REPO, have_arm64_tools, run_hmbuild
-from tiny_models import HM_Q4_G32, HM_Q4_G64, HM_Q4_G128, TinyConfig, reference_logits, type_name, write_tiny_model
+from tiny_models import (HM_Q4_G32, HM_Q4_G64, HM_Q4_G128, TinyConfig, family_config, reference_logits, type_name,
+                         write_tiny_model)
 
 FIXTURES = REPO / "tests" / "fixtures" / "llama_cpp"
 TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_K, Q.Q6_K, HM_Q4_G32, HM_Q4_G64, HM_Q4_G128]
@@ -28,8 +29,11 @@ def run_json(project, *args):
 
 
 def tiny(arch, qtype, tmp_path):
-    cfg = TinyConfig(arch=arch, weight_type=qtype, n_layers=6 if arch == "gemma3" else 2,
-                     rope_base=1e6 if arch == "gemma3" else 10000.0, sliding_window=3)
+    if arch in ("qwen3", "llama3-rope", "gemma3-linear-rope"):  # the shapes of test_llama_cpp_families.py
+        cfg = family_config(arch, qtype)
+    else:
+        cfg = TinyConfig(arch=arch, weight_type=qtype, n_layers=6 if arch == "gemma3" else 2,
+                         rope_base=1e6 if arch == "gemma3" else 10000.0, sliding_window=3)
     path = tmp_path / f"{arch}-{type_name(qtype)}.gguf"
     return cfg, write_tiny_model(path, cfg), path
 
@@ -63,7 +67,7 @@ def check_against_reference(project, cfg, W, path, tmp_path, target="host", cpu=
         assert row[tok] >= row.max() - tol * row.std(), f"step {i}: token {tok} is not the reference's greedy pick"
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2", "gemma3"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3", "gemma3-linear-rope", "llama3-rope"])
 @pytest.mark.parametrize("qtype", TYPES, ids=type_name)
 def test_tiny_model_logits_match_numpy_reference_on_host(project, arch, qtype, tmp_path):
     cfg, W, path = tiny(arch, qtype, tmp_path)
@@ -75,7 +79,8 @@ def test_tiny_model_logits_match_numpy_reference_on_host(project, arch, qtype, t
 @pytest.mark.parametrize("cpu", ["cortex-a53", "max"])
 @pytest.mark.parametrize("arch,qtype", [("llama", Q.Q4_0), ("qwen2", Q.Q8_0), ("gemma3", Q.Q4_K), ("gemma3", Q.Q6_K),
                                         ("llama", Q.Q5_0), ("qwen2", Q.F16), ("llama", Q.F32),
-                                        ("llama", HM_Q4_G32), ("gemma3", HM_Q4_G64), ("qwen2", HM_Q4_G128)],
+                                        ("llama", HM_Q4_G32), ("gemma3", HM_Q4_G64), ("qwen2", HM_Q4_G128),
+                                        ("qwen3", Q.Q4_K), ("llama3-rope", HM_Q4_G32)],
                          ids=lambda v: v if isinstance(v, str) else type_name(v))
 @pytest.mark.qemu
 def test_tiny_model_logits_match_numpy_reference_under_qemu(project, arch, qtype, cpu, tmp_path):

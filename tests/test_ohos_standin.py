@@ -117,8 +117,9 @@ def test_module_shape(ohos_project, target, machine):
 def test_cxx_static_exports_no_libcxx(standin, tmp_path):
     project = tmp_path / "st"
     run_hmbuild("new", str(project), "--name", "st", check=True)
-    run_hmbuild("-C", str(project), "build", "--target", "ohos-arm64", check=True,
-                env={**BUILD_ENV, "HMBUILD_OHOS_STL": "c++_static"})
+    toml = project / "hmbuild.toml"  # the project's own setting (HMBUILD_OHOS_STL would override it)
+    toml.write_text(toml.read_text().replace('# ohos_stl = "c++_shared"', 'ohos_stl = "c++_static"', 1))
+    run_hmbuild("-C", str(project), "build", "--target", "ohos-arm64", check=True, env=BUILD_ENV)
     module = [p for p in (project / "build").glob("ohos-arm64*/**/libst.so")][0]
     dyn = _dyn(module)
     assert "libc++_shared.so" not in dyn

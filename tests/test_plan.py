@@ -343,3 +343,112 @@ def test_gemma_plan_matches_the_plan_hmllm_run_reports(gemma, built):
                        "1", "--ctx", "1024", "--kv", "q8_0", "--threads", "2")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["memory"] == P.plan(gemma, ctx=1024, kv="q8_0", threads=2).engine_describe
+
+
+# ---- the families phones run, at their published shapes
+
+# Parameter counts the model cards state (Hugging Face model pages), to check the shapes against:
+# a wrong layer count, width or tie shows as a count that is off by far more than rounding.
+PUBLISHED_PARAMS = {"qwen2.5-0.5b": 0.49e9, "qwen2.5-1.5b": 1.54e9, "qwen2.5-3b": 3.09e9, "qwen3-0.6b": 0.6e9,
+                    "qwen3-1.7b": 1.7e9, "qwen3-4b": 4.0e9, "llama-3.2-1b": 1.23e9, "llama-3.2-3b": 3.21e9,
+                    "gemma-3-270m": 0.268e9, "gemma-3-1b": 1.0e9, "gemma-3-4b": 3.88e9, "qwen2.5-7b": 7.62e9}
+
+
+def test_known_models_cover_every_family_at_each_size_class():
+    have = {(m.arch, m.size_class) for m in P.KNOWN_MODELS}
+    for arch in ("qwen2", "qwen3", "llama", "gemma3"):
+        for size in ("0.5B", "1.5B", "3B"):
+            if (arch, size) == ("llama", "0.5B"):
+                continue  # Llama 3.2's smallest is 1B
+            assert (arch, size) in have, (arch, size)
+    assert {m.arch for m in P.KNOWN_MODELS} <= set(P.SUPPORTED_ARCHS)
+
+
+@pytest.mark.parametrize("key", sorted(PUBLISHED_PARAMS))
+def test_known_shapes_give_the_published_parameter_count(key):
+    m = P.known_model(key)
+    assert abs(m.params - PUBLISHED_PARAMS[key]) / PUBLISHED_PARAMS[key] < 0.02, f"{key}: {m.params:,}"
+    assert m.n_heads % m.kv_heads == 0 and m.head_dim % 2 == 0
+
+
+def test_kv_per_1k_tokens_is_the_engines_cache_for_1024_positions():
+    m = P.known_model("llama-3.2-1b")  # 16 layers x 8 KV heads x 64
+    per = P.kv_per_1k_tokens(m.layers, m.kv_heads, m.head_dim)
+    assert per["f16"] == 2 * 16 * 8 * 64 * 1024 * 2 == 33_554_432
+    assert per["q8_0"] == 2 * 16 * 1024 * (8 * 64 // 32) * 34
+    assert P.kv_per_1k_tokens(2, 1, 80)["q8_0"] is None  # the engine refuses an 8-bit cache there
+    p = P.plan(family="qwen3-1.7b", ctx=4096)
+    assert p.kv_cache_bytes == 4 * p.kv_per_1k_tokens_f16_bytes  # the cache is linear in the context
+    assert p.params == P.known_model("qwen3-1.7b").params
+    assert p.arch == "qwen3" and p.quant == "int4-g128" and p.head_dim == 128
+
+
+def test_plan_families_lists_every_known_model_with_kv_per_1k(hmbuild):
+    proc = hmbuild("plan", "--families", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["families"]
+    assert [r["family"] for r in rows] == [m.key for m in P.KNOWN_MODELS]
+    for r in rows:
+        m = P.known_model(r["family"])
+        assert r["kv_per_1k_tokens_f16_bytes"] == P.kv_cache_bytes(m.layers, 1024, m.kv_heads * m.head_dim, "f16")
+        assert r["kv_per_1k_tokens_q8_0_bytes"] == P.kv_cache_bytes(m.layers, 1024, m.kv_heads * m.head_dim, "q8_0")
+        assert r["source"].startswith("https://huggingface.co/")
+    text = hmbuild("plan", "--families").stdout
+    assert "qwen3-4b" in text and "117.4 MB" in text  # Qwen3-1.7B / 0.6B, Llama 3.2 3B: 28 x 8 x 128
+
+
+def test_plan_family_text_names_the_shape_and_kv_per_1k(hmbuild):
+    proc = hmbuild("plan", "--family", "gemma-3-1b", "--kv", "q8_0", "--budget", "1GB")
+    assert proc.returncode == 0, proc.stderr
+    assert "Gemma-3-1B (gemma3" in proc.stdout and "per 1k tokens: 27.3 MB f16, 14.5 MB q8_0" in proc.stdout
+    assert "Fits the budget" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["--family", "mistral-7b"],
+    ["--family", "qwen3-4b", "--layers", "3"],
+    ["--family", "qwen3-4b", "--params", "3B"],
+    ["--families", "--family", "qwen3-4b"],
+], ids=["unknown", "family-with-dims", "family-and-params", "list-and-family"])
+def test_bad_family_input_is_one_sentence(hmbuild, args):
+    proc = hmbuild("plan", *args)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hmbuild: error: ") and lines[0].endswith("."), proc.stderr
+
+
+@pytest.mark.parametrize("family", ["qwen3", "llama3-rope"])
+def test_a_qwen3_or_llama3_rope_file_is_planned_with_the_tensors_the_engine_binds(tmp_path, family):
+    from tiny_models import family_config, write_tiny_model
+
+    path = tmp_path / f"{family}.gguf"
+    write_tiny_model(path, family_config(family))
+    reader = gguf.GGUFReader(str(path))
+    p = P.plan(model=path, ctx=128)
+    assert p.arch in ("qwen3", "llama") and not p.notes  # no "this runtime does not load" note
+    # Every tensor of these files is bound (q/k norms; rope_freqs for llama), so the plan's weights are the file's.
+    assert p.weights_bytes == sum(int(t.n_bytes) for t in reader.tensors)
+    assert p.head_dim == family_config(family).head_dim
+
+
+def test_a_qwen3_file_without_its_qk_norms_is_refused_in_one_sentence(tmp_path):
+    from tiny_models import family_config, write_tiny_model
+
+    good = tmp_path / "qwen3.gguf"
+    write_tiny_model(good, family_config("qwen3"))
+    src = gguf.GGUFReader(str(good))
+    bad = tmp_path / "no-norm.gguf"
+    w = gguf.GGUFWriter(str(bad), "qwen3")
+    for f in src.fields.values():
+        if f.name.startswith("qwen3.") and f.types and f.types[0] != gguf.GGUFValueType.ARRAY:
+            w.add_key_value(f.name, f.contents(), f.types[0])
+    for t in src.tensors:
+        if t.name != "blk.0.attn_q_norm.weight":
+            w.add_tensor(t.name, np.array(t.data), raw_shape=tuple(reversed([int(x) for x in t.shape])),
+                         raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(HmbuildError, match="lacks tensor blk.0.attn_q_norm.weight, which the engine needs for a qwen3"):
+        P.plan(model=bad)

@@ -12,6 +12,7 @@ def project(demo_project):
     return demo_project
 
 
+@pytest.mark.sanitizer
 def test_thread_sanitizer_runs_the_native_suites_and_says_the_napi_suite_is_skipped(project):
     proc = run_hmbuild("-C", str(project), "test", "--target", "host", "--sanitize", "thread", "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -13,6 +13,7 @@ def project(demo_project):
     return demo_project
 
 
+@pytest.mark.sanitizer
 @pytest.mark.parametrize("sanitizer", ["address,undefined"])
 def test_host_suites_pass_under_a_sanitizer(project, sanitizer):
     """The same native and NAPI suites with ASan and UBSan in one build (the runtime preloaded into
@@ -27,6 +28,7 @@ def test_host_suites_pass_under_a_sanitizer(project, sanitizer):
     assert (project / "build" / f"host-release-{sanitizer.replace(',', '-')}" / "libdemo.so").is_file()
 
 
+@pytest.mark.sanitizer
 def test_a_sanitizer_report_fails_the_run(project):
     """A native test with a heap overflow passes without ASan (the read lands in the allocator's
     padding) but fails under it; the project's address,undefined build is reused, the file removed after.

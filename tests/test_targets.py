@@ -110,3 +110,18 @@ def test_ohos_conan_profile_uses_the_sdk_toolchain(monkeypatch, tmp_path, no_def
 def test_plain_cmake_presets_cover_every_target_and_build_type():
     names = {p["name"] for p in plain_cmake_presets()}
     assert names == {f"{t}-{bt}" for t in TARGET_NAMES for bt in ("release", "debug")}
+
+
+def test_the_ohos_stl_comes_from_hmbuild_toml_and_the_environment_wins(monkeypatch, tmp_path, no_default_sdk):
+    from hmbuild.config.project import load_project, resolve_ohos_stl
+
+    monkeypatch.delenv("HMBUILD_OHOS_STL", raising=False)
+    (tmp_path / "hmbuild.toml").write_text('[project]\nname = "p"\n[build]\nohos_stl = "c++_static"\n')
+    project = load_project(tmp_path)
+    assert resolve_target("ohos-arm64", resolve_ohos_stl(project)).cmake_cache["OHOS_STL"] == "c++_static"
+    assert resolve_target("ohos-arm64").cmake_cache["OHOS_STL"] == "c++_shared"  # the default, as DevEco's template
+    monkeypatch.setenv("HMBUILD_OHOS_STL", "c++_shared")
+    assert resolve_target("ohos-x86_64", resolve_ohos_stl(project)).cmake_cache["OHOS_STL"] == "c++_shared"
+    (tmp_path / "hmbuild.toml").write_text('[project]\nname = "p"\n[build]\nohos_stl = "gnustl"\n')
+    with pytest.raises(HmbuildError, match=r"\[build\] ohos_stl 'gnustl' is not an OHOS STL; use c\+\+_shared or c\+\+_static\.$"):
+        load_project(tmp_path)

@@ -1,14 +1,21 @@
-"""Tiny random-weight GGUF models (llama, qwen2, gemma3) written with the PyPI gguf package, and a
-NumPy reference forward pass over their dequantized weights, to check the C++ engine against.
+"""Tiny random-weight GGUF models (llama, llama with Llama 3 rope_freqs, qwen2, qwen3, gemma3) written
+with the PyPI gguf package, and a NumPy reference forward pass over their dequantized weights, to
+check the C++ engine against.
 
 The reference is written from the architectures' definitions (llama.cpp's graph builders are the
 source of truth for the GGUF conventions: gemma3 norm weights already include the +1, q/k RoPE
-rotates halves for qwen2/gemma3 and adjacent pairs for llama, gemma3 layers 5, 11, ... are global).
+rotates halves for qwen2/qwen3/gemma3 and adjacent pairs for llama, qwen3 and gemma3 RMS-norm each
+q and k head before RoPE, gemma3 layers 5, 11, ... are global, Llama 3's rope_freqs.weight divides
+each rotary frequency).
+
+A model is a pure function of its TinyConfig: the same config and gguf version write the same
+bytes, so a fixture recorded from llama.cpp on one (tests/fixtures/llama_cpp/tiny_families.json)
+can name it by SHA-256 and CI can rebuild it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import gguf
@@ -49,7 +56,33 @@ class TinyConfig:
     sliding_window: int = 3
     weight_type: int = Q.F32  # a GGMLQuantizationType, or HM_Q4_G32 / HM_Q4_G64 / HM_Q4_G128
     seed: int = 0
-    extra: dict = field(default_factory=dict)
+    embed_scale: float = 0.5   # standard deviation of the token embedding
+    weight_scale: float = 0.08  # of the other matrices
+    tied_output: bool | None = None  # None: the family's usual choice (gemma3 ties, the others do not)
+    # Llama 3.x rope scaling, as config.json's rope_scaling {"rope_type": "llama3", ...} gives it;
+    # written as the rope_freqs.weight tensor (llama only). None: no scaling.
+    llama3_rope: dict | None = None
+    # Linear RoPE scaling (<arch>.rope.scaling.type linear, .factor), as Gemma 3 4B carries it (8):
+    # every angle divided by the factor, except on gemma3's sliding-window layers. None: none.
+    rope_linear_factor: float | None = None
+
+    @property
+    def tied(self) -> bool:
+        return self.arch == "gemma3" if self.tied_output is None else self.tied_output
+
+
+def llama3_rope_factors(base: float, head_dim: int, factor: float = 8.0, low_freq_factor: float = 1.0,
+                        high_freq_factor: float = 4.0, original_context: int = 8192) -> np.ndarray:
+    """Llama 3's per-frequency divisors (rope_type "llama3"): frequencies whose wavelength is shorter
+    than original_context / high_freq_factor stay, those longer than original_context /
+    low_freq_factor are divided by `factor`, and the band between is blended smoothly."""
+    freqs = 1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim)
+    wavelen = 2 * np.pi / freqs.astype(np.float64)
+    smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    blended = 1.0 / ((1.0 - smooth) / factor + smooth)
+    out = np.where(wavelen < original_context / high_freq_factor, 1.0,
+                   np.where(wavelen > original_context / low_freq_factor, factor, blended))
+    return out.astype(np.float32)
 
 
 def vocab(n_vocab: int) -> tuple[list[str], list[float], list[int]]:
@@ -88,8 +121,9 @@ class TinyWriter:
         self.tensors: dict[str, np.ndarray] = {}  # name -> dequantized float64 (what the engine should see)
         self.raw: list[tuple[str, np.ndarray, Q, tuple]] = []
 
-    def weight(self, name: str, n_rows: int, n_cols: int, qtype: Q | None = None, scale: float = 0.08):
+    def weight(self, name: str, n_rows: int, n_cols: int, qtype: Q | None = None, scale: float | None = None):
         qtype = self.cfg.weight_type if qtype is None else qtype
+        scale = self.cfg.weight_scale if scale is None else scale
         if int(qtype) in HM_GROUP:
             group = HM_GROUP[int(qtype)]
             w = (self.rng.standard_normal((n_rows, n_cols)) * scale).astype(np.float32)
@@ -116,6 +150,12 @@ class TinyWriter:
         self.tensors[name] = v.astype(np.float64)
         self.raw.append((name, v, Q.F32, (n,)))
 
+    def fixed(self, name: str, v: np.ndarray):
+        """An F32 tensor of given values (not drawn from the generator)."""
+        v = np.ascontiguousarray(v, dtype=np.float32)
+        self.tensors[name] = v.astype(np.float64)
+        self.raw.append((name, v, Q.F32, v.shape))
+
     def write(self, path: Path) -> Path:
         c = self.cfg
         w = gguf.GGUFWriter(str(path), c.arch)
@@ -130,6 +170,9 @@ class TinyWriter:
         w.add_context_length(c.ctx)
         w.add_layer_norm_rms_eps(c.rms_eps)
         w.add_rope_freq_base(c.rope_base)
+        if c.rope_linear_factor is not None:
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(c.rope_linear_factor)
         if a == "gemma3":
             w.add_sliding_window(c.sliding_window)
         toks, scores, types = vocab(c.n_vocab)
@@ -159,10 +202,12 @@ def write_tiny_model(path: Path, cfg: TinyConfig) -> dict[str, np.ndarray]:
     t = TinyWriter(c)
     q_dim, kv_dim = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
     # The token embedding stays Q8_0 or the chosen type; gemma3 ties the output to it.
-    t.weight("token_embd.weight", c.n_vocab, c.d_model, scale=0.5)
+    t.weight("token_embd.weight", c.n_vocab, c.d_model, scale=c.embed_scale)
     t.vector("output_norm.weight", c.d_model)
-    if c.arch != "gemma3":
+    if not c.tied:
         t.weight("output.weight", c.n_vocab, c.d_model, scale=0.2)
+    if c.llama3_rope is not None:
+        t.fixed("rope_freqs.weight", llama3_rope_factors(c.rope_base, c.head_dim, **c.llama3_rope))
     for il in range(c.n_layers):
         p = f"blk.{il}."
         t.vector(p + "attn_norm.weight", c.d_model)
@@ -178,9 +223,10 @@ def write_tiny_model(path: Path, cfg: TinyConfig) -> dict[str, np.ndarray]:
             t.vector(p + "attn_q.bias", q_dim, 0.0, 0.05)
             t.vector(p + "attn_k.bias", kv_dim, 0.0, 0.05)
             t.vector(p + "attn_v.bias", kv_dim, 0.0, 0.05)
-        if c.arch == "gemma3":
+        if c.arch in ("qwen3", "gemma3"):
             t.vector(p + "attn_q_norm.weight", c.head_dim)
             t.vector(p + "attn_k_norm.weight", c.head_dim)
+        if c.arch == "gemma3":
             t.vector(p + "post_attention_norm.weight", c.d_model)
             t.vector(p + "post_ffw_norm.weight", c.d_model)
     t.write(path)
@@ -195,11 +241,13 @@ def _rmsnorm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def _rope(x, pos, base, neox):
-    """x: [..., head_dim] at position pos."""
+def _rope(x, pos, base, neox, factors=None):
+    """x: [..., head_dim] at position pos; `factors` divide the frequencies (Llama 3's rope_freqs)."""
     hd = x.shape[-1]
     half = hd // 2
     theta = pos * base ** (-2.0 * np.arange(half) / hd)
+    if factors is not None:
+        theta = theta / factors
     c, s = np.cos(theta), np.sin(theta)
     out = x.copy()
     if neox:
@@ -219,7 +267,8 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
     `inputs` each matrix input by hmllm_calibrate's site name ("blk.0.attn_in", ..., "output")."""
     c = cfg
     gemma = c.arch == "gemma3"
-    neox = c.arch in ("qwen2", "gemma3")
+    neox = c.arch in ("qwen2", "qwen3", "gemma3")
+    factors = W.get("rope_freqs.weight") if c.arch == "llama" else None
     hd, group = c.head_dim, c.n_heads // c.n_kv_heads
     n = len(tokens)
     x = W["token_embd.weight"][tokens] * (np.sqrt(c.d_model) if gemma else 1.0)
@@ -227,6 +276,8 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
         p = f"blk.{il}."
         sliding = gemma and il % 6 != 5
         base = 10000.0 if sliding else c.rope_base  # gemma3 sliding layers: fixed local base
+        # Linear scaling divides every angle by the factor: the same as dividing the position.
+        pos_scale = 1.0 if sliding or c.rope_linear_factor is None else 1.0 / c.rope_linear_factor
         h = _rmsnorm(x, W[p + "attn_norm.weight"], c.rms_eps)
         if inputs is not None:
             inputs[f"blk.{il}.attn_in"] = h
@@ -238,11 +289,11 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
         q = q.reshape(n, c.n_heads, hd)
         k = k.reshape(n, c.n_kv_heads, hd)
         v = v.reshape(n, c.n_kv_heads, hd)
-        if gemma:
+        if c.arch in ("qwen3", "gemma3"):
             q = _rmsnorm(q, W[p + "attn_q_norm.weight"], c.rms_eps)
             k = _rmsnorm(k, W[p + "attn_k_norm.weight"], c.rms_eps)
-        q = np.stack([_rope(q[t], t, base, neox) for t in range(n)])
-        k = np.stack([_rope(k[t], t, base, neox) for t in range(n)])
+        q = np.stack([_rope(q[t], t * pos_scale, base, neox, factors) for t in range(n)])
+        k = np.stack([_rope(k[t], t * pos_scale, base, neox, factors) for t in range(n)])
         q = q / np.sqrt(hd)
         att = np.zeros((n, c.n_heads, hd))
         for t in range(n):
@@ -279,5 +330,30 @@ def reference_logits(cfg: TinyConfig, W: dict[str, np.ndarray], tokens: list[int
     x = _rmsnorm(x, W["output_norm.weight"], c.rms_eps)
     if inputs is not None:
         inputs["output"] = x
-    out = W["token_embd.weight"] if gemma else W["output.weight"]
+    out = W["token_embd.weight"] if c.tied else W["output.weight"]
     return x @ out.T
+
+
+# ---------------------------------------------------------------------------------------------
+# The families checked against llama.cpp (tests/fixtures/llama_cpp/tiny_families.json, recorded by
+# scripts/record_llama_reference.py). Each mirrors its real family's layout in miniature: qwen3 has
+# a key length (128) unrelated to d_model / n_heads and a tied output, like Qwen3-0.6B; llama3-rope
+# ties its output like Llama-3.2-1B and takes Llama 3's factors (8, 1, 4) with the original context
+# shrunk from 8192 to 64, so that the blended band falls on the positions a 41-token test reaches.
+# Tied models get a smaller embedding and larger matrices, or the residual of the current token
+# dominates and greedy decoding repeats one token, which would test nothing.
+FAMILIES: dict[str, dict] = {
+    "llama": dict(arch="llama", rope_base=10000.0),
+    "qwen2": dict(arch="qwen2", rope_base=1e6),
+    "qwen3": dict(arch="qwen3", head_dim=128, rope_base=1e6, tied_output=True, embed_scale=0.1, weight_scale=0.15),
+    "gemma3": dict(arch="gemma3", n_layers=6, rope_base=1e6, sliding_window=3, tied_output=False),
+    # Gemma 3 4B's linear scaling (factor 8) on the global layers (5 here), none on the sliding ones.
+    "gemma3-linear-rope": dict(arch="gemma3", n_layers=6, rope_base=1e6, sliding_window=3, tied_output=False,
+                               rope_linear_factor=8.0),
+    "llama3-rope": dict(arch="llama", rope_base=500000.0, tied_output=True, embed_scale=0.1, weight_scale=0.15,
+                        llama3_rope=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_context=64)),
+}
+
+
+def family_config(family: str, weight_type: int = Q.F32, seed: int = 0) -> TinyConfig:
+    return TinyConfig(**FAMILIES[family], weight_type=weight_type, seed=seed)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hmbuild.archive import archive_bytes
-from hmbuild.config.project import Project
+from hmbuild.config.project import Project, resolve_ohos_stl
 from hmbuild.errors import HmbuildError
 from hmbuild.targets.target import TARGET_NAMES, resolve_target
 
@@ -153,7 +153,7 @@ def _library(project: Project, target: str, abi: str, build_type: str) -> bytes:
     lib = project.build_dir(target, build_type) / project.library_name
     if not lib.is_file():
         build_cmd = f"`hmbuild -C {project.root} build --target {target}`"
-        missing = resolve_target(target).missing if target in OHOS_ABIS else ()
+        missing = resolve_target(target, resolve_ohos_stl(project)).missing if target in OHOS_ABIS else ()
         if missing:
             raise HmbuildError(f"{project.library_name} for {abi} ({target}, {build_type}) was not built, and this "
                                f"machine cannot build it: {target} needs {missing[0].what}; {missing[0].fix}, then "
@@ -250,7 +250,7 @@ def package_har(project: Project, targets: list[str] | None, build_type: str) ->
             # c++_shared: libc++_shared.so is not on the device's allow-list, so the HAR carries it.
             from hmbuild.build.ohos import shipped_libraries
 
-            for extra in shipped_libraries(resolve_target(t)):
+            for extra in shipped_libraries(resolve_target(t, resolve_ohos_stl(project))):
                 entries[f"package/libs/{abi_of[t]}/{extra.name}"] = (extra.read_bytes(), 0o755)
     warnings = []
     if layout_only:

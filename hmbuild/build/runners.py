@@ -353,7 +353,9 @@ def hmllm_run_args(project: Project, o: RunOptions) -> list[str]:
             args.append("--calibrate")
         return args
     if o.chat is not None:
-        args = ["--chat", str(Path(o.chat).resolve()), "--chat-format", str(Path(o.chat_format).resolve())]
+        args = ["--chat", str(Path(o.chat).resolve())]
+        # None: the model file carries the format (chat-template --embed); the session reads it there.
+        args += ["--chat-format", str(Path(o.chat_format).resolve())] if o.chat_format is not None else []
         args += ["--print-prompt"] if o.print_prompt else []
         args += ["--timeout-ms", str(o.timeout_ms)] if o.timeout_ms else []
     else:

@@ -102,7 +102,8 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
 @click.option("--kv", type=click.Choice(["f16", "q8_0"]), default="f16", show_default=True, help="KV cache type.")
 @click.option("--kernels", help="Force a kernel set: scalar, avx2, neon, neon-dotprod, neon-i8mm.")
 @click.option("--logits-out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the float32 logits the last token was sampled from.")
+              help="Write the float32 logits each generated token was sampled from, one vocabulary-long row "
+                   "per token.")
 @click.option("--classify", "labels", metavar="LABELS",
               help="Route the --prompt text to one of these comma-separated labels (intent recognition by label "
                    "likelihood), with hmbuild.toml's [[intent.example]] rows as few-shot examples.")
@@ -115,6 +116,8 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
               help="With --chat: a built-in chat format instead of [chat] or the model's template.")
 @click.option("--template-file", type=click.Path(dir_okay=False, path_type=Path),
               help="With --chat: a Hugging Face Jinja chat template file instead.")
+@click.option("--date-string", help='With --chat: the date for templates that write today\'s date, e.g. "26 Jul 2024" '
+                                     "(default: [chat] date_string).")
 @click.option("--print-prompt", is_flag=True, help="With --chat: print the rendered prompt (and with --json its "
                                                    "token ids) instead of generating.")
 @click.option("--timeout-ms", type=cli_range("timeout"), help="With --chat: stop generating after this long (stop "
@@ -123,11 +126,11 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_context
 def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, threads, temperature, top_k, top_p, seed,
-            ctx_size, kv, kernels, logits_out, labels, calibrate, chat_file, template_name, template_file, print_prompt,
-            timeout_ms, build_type_flag, as_json):
+            ctx_size, kv, kernels, logits_out, labels, calibrate, chat_file, template_name, template_file, date_string,
+            print_prompt, timeout_ms, build_type_flag, as_json):
     """Run a prompt (or a conversation) through the project's library on a target, building it first if needed."""
     chat_only = {"--template": template_name, "--template-file": template_file, "--print-prompt": print_prompt or None,
-                 "--timeout-ms": timeout_ms}
+                 "--timeout-ms": timeout_ms, "--date-string": date_string}
     if chat_file is not None:
         if prompt is not None or tokens is not None or labels is not None or logits_out is not None:
             raise HmbuildError("--chat takes the whole conversation from its file; drop --prompt, --tokens, "
@@ -149,7 +152,7 @@ def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, 
         source = None
         if chat_file is not None:
             options, source = _chat_options(options, r.project, model, chat_file, template_name, template_file,
-                                    print_prompt, timeout_ms, Path(scratch))
+                                            date_string, print_prompt, timeout_ms, Path(scratch))
         result = build(r.project, r.target, r.build_type)
         _, out = run_model(r.project, r.target, result, model, options, r.cpu, as_json)
     if as_json:
@@ -160,19 +163,21 @@ def run_cmd(ctx, target_flag, model_flag, prompt, tokens, max_tokens, cpu_flag, 
         emit_json(data)
 
 
-def _chat_options(options: RunOptions, project, model: Path, chat_file: Path, name, template_file, print_prompt,
-                  timeout_ms, scratch: Path) -> tuple[RunOptions, str]:
+def _chat_options(options: RunOptions, project, model: Path, chat_file: Path, name, template_file, date_string,
+                  print_prompt, timeout_ms, scratch: Path) -> tuple[RunOptions, str]:
     """Checks the conversation against the chat format compiled here, then hands both to the tool as
     files (the tool validates again: the runtime never trusts its input)."""
     try:
         messages = chat_template.read_conversation(chat_file)
         fmt = chat_template.project_format(model, project.settings.get("chat") or {}, project.root, name=name,
-                                           jinja_file=template_file)
+                                           jinja_file=template_file, date_string=date_string)
         fmt.validate(messages)
     except chat_template.ChatTemplateError as exc:
         raise HmbuildError(str(exc)) from None
     format_file, messages_file = scratch / "format.json", scratch / "messages.json"
     format_file.write_text(json.dumps(fmt.to_json(), ensure_ascii=False), encoding="utf-8")
+    if fmt == chat_template.embedded_format(model):  # the runtime reads it from the model, as an app's does
+        format_file = None
     messages_file.write_text(json.dumps({"messages": messages}, ensure_ascii=False), encoding="utf-8")
     return replace(options, chat=messages_file, chat_format=format_file, print_prompt=print_prompt,
                    timeout_ms=timeout_ms), fmt.source

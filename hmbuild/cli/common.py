@@ -13,7 +13,7 @@ import click
 
 from hmbuild.build.runners import check_cpu, ensure_runnable
 from hmbuild.config.api_schema import limit
-from hmbuild.config.project import Project, load_project, resolve_build_type, resolve_target_name
+from hmbuild.config.project import Project, load_project, resolve_build_type, resolve_ohos_stl, resolve_target_name
 from hmbuild.errors import HmbuildError
 from hmbuild.model.catalog import fetch_model
 from hmbuild.targets.target import Target, resolve_target
@@ -36,7 +36,7 @@ class Resolved:
 def resolve(ctx: click.Context, target_flag: str | None, build_type_flag: str | None) -> Resolved:
     """The project of -C, its target (flag > HMBUILD_TARGET > hmbuild.toml) and build type."""
     project = load_project(ctx.obj["dir"])
-    target = resolve_target(resolve_target_name(project, target_flag))
+    target = resolve_target(resolve_target_name(project, target_flag), resolve_ohos_stl(project))
     return Resolved(project, target, resolve_build_type(project, build_type_flag))
 
 

@@ -15,7 +15,7 @@ from hmbuild.model import chat_template
 from hmbuild.model.bench import bench_options, format_table, run_bench
 from hmbuild.model.evaluate import check_inputs, evaluate
 from hmbuild.model.evaluate import format_report as format_eval
-from hmbuild.model.plan import plan, render_text
+from hmbuild.model.plan import family_table, plan, render_family_table, render_text
 from hmbuild.model.quantize import check_paths, format_report, quantize_model
 
 
@@ -78,6 +78,9 @@ def quantize_cmd(ctx, input_path, output_path, scheme, keep, calibrate_source, c
 
 @click.command("plan")
 @click.option("--model", "model_path", type=click.Path(path_type=Path), help="A GGUF model file to plan for.")
+@click.option("--family", help="Or a known model's published shape: qwen3-1.7b, llama-3.2-3b, ... (see --families).")
+@click.option("--families", "list_families", is_flag=True,
+              help="List the known models: shape, weights under --quant and KV cache per 1k tokens.")
 @click.option("--params", help="Or a hypothetical model's parameter count: 3B, 1.5B, 270M.")
 @click.option("--layers", type=int, help="With --params: transformer layers.")
 @click.option("--kv-heads", type=int, help="With --params: KV heads.")
@@ -93,11 +96,21 @@ def quantize_cmd(ctx, input_path, output_path, scheme, keep, calibrate_source, c
 @click.option("--threads", type=int, default=4, show_default=True,
               help="Inference threads (each keeps one attention row); the engine's default is the big cores.")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-def plan_cmd(model_path, params, layers, kv_heads, head_dim, vocab, d_model, d_ff, quant, ctx_size, kv, budget,
-             threads, as_json):
+def plan_cmd(model_path, family, list_families, params, layers, kv_heads, head_dim, vocab, d_model, d_ff, quant,
+             ctx_size, kv, budget, threads, as_json):
     """Memory plan (weights + KV cache + scratch) of a model, its verdict against a budget, and fixes."""
+    if list_families:
+        if model_path is not None or family is not None or params is not None:
+            raise HmbuildError("--families lists the known models; give it without --model, --family or --params.")
+        rows = family_table(quant or "int4-g128")
+        if as_json:
+            emit_json({"ok": True, "families": rows})
+        else:
+            click.echo(render_family_table(rows))
+        return
     result = plan(model_path, params, layers=layers, kv_heads=kv_heads, head_dim=head_dim, vocab=vocab,
-                  d_model=d_model, d_ff=d_ff, quant=quant, ctx=ctx_size, kv=kv, budget=budget, threads=threads)
+                  d_model=d_model, d_ff=d_ff, quant=quant, ctx=ctx_size, kv=kv, budget=budget, threads=threads,
+                  family=family)
     if as_json:
         emit_json({"ok": True, **result.to_json()})
     else:
@@ -181,19 +194,26 @@ def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_token
               help="A built-in format instead of the model's own tokenizer.chat_template.")
 @click.option("--template-file", type=click.Path(path_type=Path), help="Or a Hugging Face Jinja chat template file.")
 @click.option("--date-string", help='The date for templates that write today\'s date, e.g. "26 Jul 2024".')
+@click.option("--embed", "embed", type=click.Path(path_type=Path), metavar="OUT.gguf",
+              help="Also write a copy of the model carrying the compiled format (metadata hmbuild.chat_format), "
+                   "which the runtime uses when init() is given no chatFormat.")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-def chat_template_cmd(model, name, template_file, date_string, as_json):
+def chat_template_cmd(model, name, template_file, date_string, embed, as_json):
     """Compile the model's chat template into the rules the runtime applies, verified, or refuse it."""
     try:
         fmt = chat_template.load_format(model, name=name, jinja_file=template_file, date_string=date_string)
+        if fmt is None:
+            raise HmbuildError(f"{model} has no tokenizer.chat_template (a base model); pass --template "
+                               f"{'|'.join(chat_template.CHAT_TEMPLATES)} or --template-file FILE.")
+        if embed is not None:
+            chat_template.embed_format(model, embed, fmt)
     except chat_template.ChatTemplateError as exc:
         raise HmbuildError(str(exc)) from None
-    if fmt is None:
-        raise HmbuildError(f"{model} has no tokenizer.chat_template (a base model); pass --template "
-                           f"{'|'.join(chat_template.CHAT_TEMPLATES)} or --template-file FILE.")
     if as_json:
-        emit_json({"ok": True, **fmt.to_json()})
+        emit_json({"ok": True, **fmt.to_json(), **({"embedded_in": str(embed)} if embed else {})})
         return
+    if embed is not None:
+        click.echo(f"wrote {embed} with the compiled format ({chat_template.EMBED_KEY})", err=True)
     for line in chat_template.describe(fmt):
         click.echo(line)
 

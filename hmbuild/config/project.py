@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from hmbuild.config.settings import validate_chat, validate_name  # the rules `new` applied; a hand edit must keep them
+from hmbuild.config.settings import validate_chat, validate_name, validate_ohos_stl  # the rules `new` applied; a hand edit must keep them
 from hmbuild.errors import HmbuildError
 
 BUILD_TYPES = ("Release", "Debug")
@@ -63,6 +63,7 @@ def load_project(directory: str | Path) -> Project:
     except HmbuildError as exc:
         raise HmbuildError(f"In {toml_path}, [project] name: {exc}") from None
     validate_chat(settings.get("chat"), str(toml_path))
+    validate_ohos_stl(settings.get("build", {}).get("ohos_stl"), str(toml_path))
     return Project(root=root, name=name, settings=settings)
 
 
@@ -72,6 +73,11 @@ def resolve_build_type(project: Project, flag: str | None) -> str:
         if str(value).lower() == bt.lower():
             return bt
     raise HmbuildError(f"Unknown build type '{value}'; use Release or Debug.")
+
+
+def resolve_ohos_stl(project: Project) -> str | None:
+    """OHOS_STL asked for: HMBUILD_OHOS_STL > hmbuild.toml [build] ohos_stl; None: the default."""
+    return project.setting("build", "ohos_stl", None, "HMBUILD_OHOS_STL", None)
 
 
 def resolve_target_name(project: Project, flag: str | None) -> str:

@@ -18,6 +18,9 @@ from hmbuild.errors import HmbuildError, shown as _shown
 PROVIDERS = ("github", "gitlab", "none")
 # The built-in chat formats of [chat] template (hmbuild/model/chat_template.py holds their Jinja).
 CHAT_TEMPLATES = ("gemma", "chatml", "llama3", "none")
+# OHOS_STL of the ohos targets: c++_shared (DevEco's template default; the HAR then carries
+# libc++_shared.so) or c++_static (libc++ linked into the module, its symbols not exported).
+OHOS_STLS = ("c++_shared", "c++_static")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 MAX_NAME = 48
 MAX_DESCRIPTION = 200
@@ -197,6 +200,16 @@ def validate_chat(table, where: str) -> dict:
                                + ('template_file = "chat.jinja".' if key == "template_file"
                                   else 'date_string = "26 Jul 2024".'))
     return dict(table)
+
+
+def validate_ohos_stl(value, where: str) -> str | None:
+    """[build] ohos_stl, when set: one of OHOS_STLS."""
+    if value is None:
+        return None
+    if value not in OHOS_STLS:
+        raise HmbuildError(f"In {where}, [build] ohos_stl {_shown(str(value))} is not an OHOS STL; use "
+                           f"{' or '.join(OHOS_STLS)}.")
+    return value
 
 
 def read_config(path: str | Path) -> tuple[str, dict]:

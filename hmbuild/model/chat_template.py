@@ -492,16 +492,79 @@ def load_format(gguf_path: str | Path | None = None, name: str | None = None, ji
                             origin=origin)
 
 
+# The GGUF metadata key that carries a compiled format inside the model file, so the format travels
+# (and is verified by SHA-256) with the model through ModelManager updates; the runtime reads it
+# when init() is given no chatFormat.
+EMBED_KEY = "hmbuild.chat_format"
+
+
+def embed_format(src: str | Path, dst: str | Path, fmt: ChatFormat) -> Path:
+    """Write a copy of the GGUF `src` to `dst` with the compiled format under EMBED_KEY (replacing
+    one already there), through the gguf package's own gguf-new-metadata copier. The copy is
+    written next to `dst` and renamed, so `dst` is never half-written."""
+    import os
+    import tempfile
+
+    import gguf
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+    from hmbuild.model.plan import open_gguf_header
+
+    src, dst = Path(src), Path(dst)
+    open_gguf_header(src)  # one sentence for a missing or unreadable file; registers hmbuild's types
+    if dst.exists() and dst.resolve() == src.resolve():
+        raise ChatTemplateError(f"--embed {dst} is the model file itself; write the copy to a new file.")
+    if not dst.parent.is_dir():
+        raise ChatTemplateError(f"--embed {dst}: the folder {dst.parent} does not exist.")
+    reader = gguf.GGUFReader(src)
+    arch = field_text(reader, "general.architecture")
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".part", dir=dst.parent)
+    os.close(fd)
+    try:
+        writer = gguf.GGUFWriter(tmp, arch=arch or "llama", endianess=reader.endianess)
+        text = json.dumps(fmt.to_json(), ensure_ascii=False, separators=(",", ":"))
+        copy_with_new_metadata(reader, writer, {EMBED_KEY: MetadataDetails(gguf.GGUFValueType.STRING, text)}, [])
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dst
+
+
+def field_text(reader, key: str) -> str | None:
+    from hmbuild.model.plan import field_value
+
+    v = field_value(reader, key)
+    return v if isinstance(v, str) else None
+
+
+def embedded_format(path: str | Path) -> ChatFormat | None:
+    """The format a GGUF carries under EMBED_KEY (hmbuild chat-template --embed), or None."""
+    from hmbuild.model.plan import open_gguf_header
+
+    text = field_text(open_gguf_header(Path(path)), EMBED_KEY)
+    if text is None:
+        return None
+    try:
+        return ChatFormat.from_json(json.loads(text))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ChatTemplateError(f"{path} carries an unreadable {EMBED_KEY} ({exc}); embed it again with "
+                                "hmbuild chat-template --embed.") from None
+
+
 def project_format(gguf_path: str | Path, chat: dict, root: Path, *, name: str | None = None,
                    jinja_file: str | Path | None = None, date_string: str | None = None) -> ChatFormat:
     """The format a project chats with: a name or Jinja file given here (a command-line override),
     else hmbuild.toml's [chat] (`chat`, already validated; template_file relative to `root`), else
-    the GGUF's own template; a model with none is refused naming both ways to give one."""
+    the GGUF's own template, else the format embedded in it (chat-template --embed); a model with none is
+    refused naming both ways to give one."""
     if name is None and jinja_file is None:
         name = chat.get("template")
         jinja_file = root / chat["template_file"] if chat.get("template_file") else None
     date_string = date_string if date_string is not None else chat.get("date_string")
     fmt = load_format(gguf_path, name=name, jinja_file=jinja_file, date_string=date_string)
+    if fmt is None:  # a base model given its format by `hmbuild chat-template --embed`
+        fmt = embedded_format(gguf_path)
     if fmt is None:
         raise ChatTemplateError(f"{Path(gguf_path).name} has no tokenizer.chat_template (a base model); pass "
                                 f"--template {'|'.join(CHAT_TEMPLATES)} or --template-file FILE, or set [chat] "

@@ -181,39 +181,153 @@ def describe(weights: int, kv: int, scratch: int) -> str:
     return f"weights {mb(weights)} + KV cache {mb(kv)} + scratch {mb(scratch)} = {mb(weights + kv + scratch)}"
 
 
-# ---- tiers
+# ---- the families phones run, at their real shapes
 
 @dataclass(frozen=True)
-class Reference:
-    """A real model that stands for a tier, for the "smaller model" fix."""
+class KnownModel:
+    """A published model's shape, from its config.json on Hugging Face (`source`): hidden_size,
+    num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim (hidden_size / heads
+    when absent), intermediate_size, vocab_size, tie_word_embeddings, max_position_embeddings."""
     name: str
-    params: int
+    arch: str  # its GGUF general.architecture
+    size_class: str  # "0.5B", "1.5B" or "3B": the seed's tiers 0.5B / 1-2B / 3-4B
     layers: int
+    d_model: int
+    n_heads: int
     kv_heads: int
     head_dim: int
-    vocab: int
-    d_model: int
     d_ff: int
-    q_dim: int
+    vocab: int
+    tied: bool
+    ctx_train: int
+    source: str
 
+    @property
+    def key(self) -> str:  # what --family takes: "qwen3-1.7b"
+        return self.name.lower()
+
+    @property
+    def q_dim(self) -> int:
+        return self.n_heads * self.head_dim
+
+    @property
+    def params(self) -> int:
+        """Counted from the shape as load_model() binds the tensors (embedding, the untied output,
+        per layer Q K V O and the gated FFN, their norms; qwen2's QKV biases, qwen3/gemma3's q/k
+        norms, gemma3's post-norms), so weights under a scheme are what `quantize` would write."""
+        d, q, kv = self.d_model, self.q_dim, self.kv_heads * self.head_dim
+        per_layer = 2 * d * q + 2 * d * kv + 3 * d * self.d_ff + 2 * d
+        if self.arch == "qwen2":
+            per_layer += q + 2 * kv
+        if self.arch in ("qwen3", "gemma3"):
+            per_layer += 2 * self.head_dim
+        if self.arch == "gemma3":
+            per_layer += 2 * d
+        return self.vocab * d * (1 if self.tied else 2) + self.layers * per_layer + d
+
+    def dims(self) -> ModelDims:
+        return ModelDims(layers=self.layers, kv_heads=self.kv_heads, head_dim=self.head_dim, vocab=self.vocab,
+                         d_model=self.d_model, d_ff=self.d_ff, q_dim=self.q_dim, params=self.params, arch=self.arch,
+                         name=self.name, ctx_train=self.ctx_train)
+
+
+_HF = "https://huggingface.co/{}/blob/main/config.json"
+KNOWN_MODELS = (
+    KnownModel("Qwen2.5-0.5B", "qwen2", "0.5B", 24, 896, 14, 2, 64, 4864, 151936, True, 32768,
+               _HF.format("Qwen/Qwen2.5-0.5B")),
+    KnownModel("Qwen2.5-1.5B", "qwen2", "1.5B", 28, 1536, 12, 2, 128, 8960, 151936, True, 32768,
+               _HF.format("Qwen/Qwen2.5-1.5B")),
+    KnownModel("Qwen2.5-3B", "qwen2", "3B", 36, 2048, 16, 2, 128, 11008, 151936, True, 32768,
+               _HF.format("Qwen/Qwen2.5-3B")),
+    KnownModel("Qwen3-0.6B", "qwen3", "0.5B", 28, 1024, 16, 8, 128, 3072, 151936, True, 40960,
+               _HF.format("Qwen/Qwen3-0.6B")),
+    KnownModel("Qwen3-1.7B", "qwen3", "1.5B", 28, 2048, 16, 8, 128, 6144, 151936, True, 40960,
+               _HF.format("Qwen/Qwen3-1.7B")),
+    KnownModel("Qwen3-4B", "qwen3", "3B", 36, 2560, 32, 8, 128, 9728, 151936, True, 40960,
+               _HF.format("Qwen/Qwen3-4B")),
+    # Llama 3.2 carries rope_scaling {"rope_type": "llama3", "factor": 32}: the GGUF's rope_freqs.weight.
+    KnownModel("Llama-3.2-1B", "llama", "1.5B", 16, 2048, 32, 8, 64, 8192, 128256, True, 131072,
+               _HF.format("meta-llama/Llama-3.2-1B")),
+    KnownModel("Llama-3.2-3B", "llama", "3B", 28, 3072, 24, 8, 128, 8192, 128256, True, 131072,
+               _HF.format("meta-llama/Llama-3.2-3B")),
+    KnownModel("Gemma-3-270M", "gemma3", "0.5B", 18, 640, 4, 1, 256, 2048, 262144, True, 32768,
+               _HF.format("google/gemma-3-270m")),
+    KnownModel("Gemma-3-1B", "gemma3", "1.5B", 26, 1152, 4, 1, 256, 6912, 262144, True, 32768,
+               _HF.format("google/gemma-3-1b-pt")),
+    # The text model of Gemma 3 4B (text_config; the vision tower is not run here).
+    KnownModel("Gemma-3-4B", "gemma3", "3B", 34, 2560, 8, 4, 256, 10240, 262208, True, 131072,
+               _HF.format("google/gemma-3-4b-pt")),
+    # The 7B tier's stand-in (not a phone model; the "smaller model" fix starts below it).
+    KnownModel("Qwen2.5-7B", "qwen2", "7B", 28, 3584, 28, 4, 128, 18944, 152064, False, 131072,
+               _HF.format("Qwen/Qwen2.5-7B")),
+)
+
+
+def known_model(key: str) -> KnownModel:
+    for m in KNOWN_MODELS:
+        if key.lower() == m.key:
+            return m
+    raise HmbuildError(f"Unknown model family '{key}'; use one of {', '.join(m.key for m in KNOWN_MODELS)}.")
+
+
+def kv_per_1k_tokens(layers: int, kv_heads: int, head_dim: int) -> dict[str, int | None]:
+    """KV cache bytes per 1024 tokens of context, f16 and q8_0 (None where the engine cannot cache
+    that head size in 8 bits). The engine keeps every layer's whole context, sliding-window layers
+    included (llama.cpp's iSWA cache would keep only the window for those)."""
+    kv_dim = kv_heads * head_dim
+    return {"f16": kv_cache_bytes(layers, 1024, kv_dim, "f16"),
+            "q8_0": kv_cache_bytes(layers, 1024, kv_dim, "q8_0") if head_dim % 32 == 0 else None}
+
+
+def family_table(quant: str = "int4-g128") -> list[dict]:
+    """One row per known model: its shape, parameters, weights under `quant` and KV per 1k tokens."""
+    rows = []
+    for m in KNOWN_MODELS:
+        kv = kv_per_1k_tokens(m.layers, m.kv_heads, m.head_dim)
+        rows.append({"family": m.key, "name": m.name, "arch": m.arch, "size_class": m.size_class,
+                     "params": m.params, "layers": m.layers, "kv_heads": m.kv_heads, "head_dim": m.head_dim,
+                     "quant": quant, "weights_bytes": weights_from_params(m.params, quant),
+                     "kv_per_1k_tokens_f16_bytes": kv["f16"], "kv_per_1k_tokens_q8_0_bytes": kv["q8_0"],
+                     "source": m.source})
+    return rows
+
+
+def render_family_table(rows: list[dict]) -> str:
+    quant = rows[0]["quant"] if rows else "int4-g128"
+    lines = [f"{'family':<14} {'arch':<7} {'class':<5} {'params':>7}  {'layers':>6}  {'KV heads x dim':>14}  "
+             f"{'weights ' + quant:>18}  {'KV/1k f16':>9}  {'KV/1k q8_0':>10}"]
+    for r in rows:
+        q8 = format_size(r["kv_per_1k_tokens_q8_0_bytes"]) if r["kv_per_1k_tokens_q8_0_bytes"] else "-"
+        lines.append(f"{r['family']:<14} {r['arch']:<7} {r['size_class']:<5} {r['params'] / 1e9:>6.2f}B  "
+                     f"{r['layers']:>6}  {str(r['kv_heads']) + ' x ' + str(r['head_dim']):>14}  "
+                     f"{format_size(r['weights_bytes']):>18}  {format_size(r['kv_per_1k_tokens_f16_bytes']):>9}  "
+                     f"{q8:>10}")
+    lines.append("(KV per 1k tokens: 2 x layers x KV heads x head dim x 1024 x 2 bytes (f16) or 34/32 bytes "
+                 "(q8_0); MB = 10^6 bytes. Shapes from each model's config.json; plan one with --family NAME.)")
+    return "\n".join(lines)
+
+
+# ---- tiers
 
 @dataclass(frozen=True)
 class Tier:
     name: str
     below: float  # parameter count this tier ends at
     good_for: str
-    reference: Reference
+    reference_key: str  # a KNOWN_MODELS model that stands for the tier, for the "smaller model" fix
+
+    @property
+    def reference(self) -> KnownModel:
+        return known_model(self.reference_key)
 
 
 TIERS = (
     Tier("<0.5B", 0.75e9, "classification / intent routing: pick a label, extract a slot, answer yes or no",
-         Reference("Gemma 3 270M", 268_098_176, 18, 1, 256, 262144, 640, 2048, 1024)),
-    Tier("1–2B", 2.5e9, "short generation: replies, rewrites, titles, short summaries",
-         Reference("Qwen2.5 1.5B", 1_540_000_000, 28, 2, 128, 151936, 1536, 8960, 1536)),
-    Tier("3–4B", 5.5e9, "summarisation / QA over a note, a mail or a page",
-         Reference("Llama 3.2 3B", 3_210_000_000, 28, 8, 128, 128256, 3072, 8192, 3072)),
+         "gemma-3-270m"),
+    Tier("1–2B", 2.5e9, "short generation: replies, rewrites, titles, short summaries", "qwen2.5-1.5b"),
+    Tier("3–4B", 5.5e9, "summarisation / QA over a note, a mail or a page", "llama-3.2-3b"),
     Tier("7B", math.inf, "reasoning: multi-step answers and planning; rarely fits in a phone app's memory",
-         Reference("Qwen2.5 7B", 7_620_000_000, 28, 4, 128, 152064, 3584, 18944, 3584)),
+         "qwen2.5-7b"),
 )
 
 
@@ -245,12 +359,14 @@ class ModelDims:
         return self.kv_heads * self.head_dim
 
 
-SUPPORTED_ARCHS = ("llama", "qwen2", "gemma3")
+SUPPORTED_ARCHS = ("llama", "qwen2", "qwen3", "gemma3")
 
 
-def _bound_tensor_names(arch: str, n_layers: int, has_output: bool) -> list[str]:
+def _bound_tensor_names(arch: str, n_layers: int, has_output: bool, has_rope_freqs: bool = False) -> list[str]:
     """The tensors load_model() binds (native/src/model.cpp), so weights == ModelWeights::weight_bytes."""
     names = ["token_embd.weight", "output_norm.weight"] + (["output.weight"] if has_output else [])
+    if arch == "llama" and has_rope_freqs:
+        names.append("rope_freqs.weight")
     for il in range(n_layers):
         p = f"blk.{il}."
         names += [p + s for s in ("attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
@@ -258,9 +374,10 @@ def _bound_tensor_names(arch: str, n_layers: int, has_output: bool) -> list[str]
                                   "ffn_down.weight")]
         if arch == "qwen2":
             names += [p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"]
+        if arch in ("qwen3", "gemma3"):
+            names += [p + "attn_q_norm.weight", p + "attn_k_norm.weight"]
         if arch == "gemma3":
-            names += [p + "attn_q_norm.weight", p + "attn_k_norm.weight", p + "post_attention_norm.weight",
-                      p + "post_ffw_norm.weight"]
+            names += [p + "post_attention_norm.weight", p + "post_ffw_norm.weight"]
     return names
 
 
@@ -381,7 +498,7 @@ def read_gguf(path: Path) -> ModelDims:
     emb = tensors["token_embd.weight"]
     vocab = int(emb.shape[1]) if len(emb.shape) > 1 else int(emb.n_elements) // d_model
     if a in SUPPORTED_ARCHS:
-        names = _bound_tensor_names(a, layers, "output.weight" in tensors)
+        names = _bound_tensor_names(a, layers, "output.weight" in tensors, "rope_freqs.weight" in tensors)
         missing = [n for n in names if n not in tensors]
         if missing:
             raise HmbuildError(f"{path} lacks tensor {missing[0]}, which the engine needs for a {a} model, so it "
@@ -469,6 +586,8 @@ class Plan:
     # the breakdown
     weights_bytes: int
     kv_cache_bytes: int
+    kv_per_1k_tokens_f16_bytes: int
+    kv_per_1k_tokens_q8_0_bytes: int | None  # None: a head size the engine cannot cache in 8 bits
     scratch_bytes: int
     total_bytes: int
     engine_describe: str
@@ -517,12 +636,14 @@ def largest_ctx(weights: int, dims: ModelDims, kv: str, threads: int, budget: in
 def plan(model: Path | None = None, params: str | int | None = None, *, layers: int | None = None,
          kv_heads: int | None = None, head_dim: int | None = None, vocab: int | None = None,
          d_model: int | None = None, d_ff: int | None = None, quant: str | None = None, ctx: int = 2048,
-         kv: str = "f16", budget: str | int | None = None, threads: int = DEFAULT_THREADS) -> Plan:
-    """The memory plan of a model file (model=) or a hypothetical model (params= and its dims), a
-    verdict against budget and, when it does not fit, the fixes ranked by what they cost the app."""
-    if (model is None) == (params is None):
-        raise HmbuildError("Give exactly one of --model M.gguf and --params N (with --layers, --kv-heads, "
-                           "--head-dim and --vocab).")
+         kv: str = "f16", budget: str | int | None = None, threads: int = DEFAULT_THREADS,
+         family: str | None = None) -> Plan:
+    """The memory plan of a model file (model=), a known model's shape (family=, KNOWN_MODELS) or a
+    hypothetical model (params= and its dims), a verdict against budget and, when it does not fit,
+    the fixes ranked by what they cost the app."""
+    if sum(x is not None for x in (model, params, family)) != 1:
+        raise HmbuildError("Give exactly one of --model M.gguf, --family NAME (see --families) and --params N "
+                           "(with --layers, --kv-heads, --head-dim and --vocab).")
     if quant is not None and quant not in SCHEMES:
         raise HmbuildError(f"Unknown scheme '{quant}'; use one of {', '.join(SCHEMES)}.")
     if kv not in ("f16", "q8_0"):
@@ -541,8 +662,18 @@ def plan(model: Path | None = None, params: str | int | None = None, *, layers: 
                                "with --model they come from the file.")
         dims = read_gguf(Path(model))
         if dims.arch not in SUPPORTED_ARCHS:
-            notes.append(f"This runtime loads llama, qwen2 and gemma3 models, not '{dims.arch}': "
-                         "the plan counts every tensor in the file.")
+            notes.append(f"This runtime loads {', '.join(SUPPORTED_ARCHS[:-1])} and {SUPPORTED_ARCHS[-1]} models, "
+                         f"not '{dims.arch}': the plan counts every tensor in the file.")
+    elif family is not None:
+        if any(v is not None for v in (params, layers, kv_heads, head_dim, vocab, d_model, d_ff)):
+            raise HmbuildError("--layers, --kv-heads, --head-dim, --vocab, --d-model and --d-ff go with --params; "
+                               "with --family they come from the model's published shape.")
+        known = known_model(family)
+        dims = known.dims()
+        if quant is None:
+            quant = "int4-g128"
+        notes.append(f"{known.name}'s shape is from {known.source}; weights are its parameter count at the "
+                     "scheme's bits, not a file's tensor sizes.")
     else:
         n = parse_params(params) if isinstance(params, str) else int(params)
         dims = dims_from_params(n, layers, kv_heads, head_dim, vocab, d_model, d_ff)
@@ -562,6 +693,7 @@ def plan(model: Path | None = None, params: str | int | None = None, *, layers: 
     total, kv_b, scratch = _total(weights, dims, eff_ctx, kv, threads)
     bpw = weights * 8 / dims.params
     tier = tier_for(dims.params)
+    per_1k = kv_per_1k_tokens(dims.layers, dims.kv_heads, dims.head_dim)
 
     fits = headroom = None
     fixes: list[Fix] = []
@@ -576,7 +708,9 @@ def plan(model: Path | None = None, params: str | int | None = None, *, layers: 
                 q_dim=dims.q_dim, vocab=dims.vocab, d_model=dims.d_model, d_ff=dims.d_ff,
                 estimated_dims=dims.estimated, quant=quant, weights_source=source, bits_per_weight=round(bpw, 3),
                 ctx=eff_ctx, ctx_requested=ctx, ctx_train=dims.ctx_train, kv=kv, threads=threads,
-                max_batch=ENGINE_MAX_BATCH, weights_bytes=weights, kv_cache_bytes=kv_b, scratch_bytes=scratch,
+                max_batch=ENGINE_MAX_BATCH, weights_bytes=weights, kv_cache_bytes=kv_b,
+                kv_per_1k_tokens_f16_bytes=per_1k["f16"], kv_per_1k_tokens_q8_0_bytes=per_1k["q8_0"],
+                scratch_bytes=scratch,
                 total_bytes=total, engine_describe=describe(weights, kv_b, scratch), budget_bytes=budget_bytes,
                 fits=fits, headroom_bytes=headroom, fixes=fixes, tier=tier.name, tier_good_for=tier.good_for,
                 notes=notes)
@@ -617,9 +751,7 @@ def _fixes(dims: ModelDims, weights: int, quant: str | None, bpw: float, ctx: in
     smaller = []
     for tr in TIERS[:TIERS.index(tier)]:
         r = tr.reference
-        rd = ModelDims(layers=r.layers, kv_heads=r.kv_heads, head_dim=r.head_dim, vocab=r.vocab, d_model=r.d_model,
-                       d_ff=r.d_ff, q_dim=r.q_dim, params=r.params)
-        t = _total(int(r.params * bpw / 8), rd, ctx, kv, threads)[0]
+        t = _total(int(r.params * bpw / 8), r.dims(), ctx, kv, threads)[0]
         smaller.append((tr, t))
     if smaller:
         fitting = [x for x in smaller if x[1] <= budget]
@@ -635,6 +767,8 @@ def render_text(p: Plan) -> str:
     what = p.model_name or (Path(p.model).name if p.model else None)
     if p.model:
         head = f"{what} ({p.arch}, {p.params / 1e6:,.0f}M parameters) from {p.model}"
+    elif p.model_name:
+        head = f"{p.model_name} ({p.arch}, {p.params / 1e6:,.0f}M parameters), its published shape"
     else:
         head = f"a hypothetical {p.params / 1e9:g}B-parameter model"
     lines = [f"Memory plan for {head}",
@@ -647,6 +781,9 @@ def render_text(p: Plan) -> str:
              f"  weights    {format_size(p.weights_bytes):>10}   {p.weights_source}",
              f"  KV cache   {format_size(p.kv_cache_bytes):>10}   2 x {p.layers} layers x {p.kv_heads} x {p.head_dim} "
              f"x {p.ctx} tokens x {'2' if p.kv == 'f16' else '34/32'} bytes",
+             f"             {'':>10}   per 1k tokens: {format_size(p.kv_per_1k_tokens_f16_bytes)} f16, "
+             + (f"{format_size(p.kv_per_1k_tokens_q8_0_bytes)} q8_0" if p.kv_per_1k_tokens_q8_0_bytes
+                else "no q8_0 (head size not a multiple of 32)"),
              f"  scratch    {format_size(p.scratch_bytes):>10}   activations for {p.max_batch} tokens, logits, "
              f"attention rows",
              f"  total      {format_size(p.total_bytes):>10}   ({p.total_bytes:,} bytes = {format_gib(p.total_bytes)})",

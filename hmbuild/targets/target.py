@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hmbuild.config.settings import OHOS_STLS
 from hmbuild.errors import HmbuildError, shown as _shown
 
 TARGET_NAMES = ("host", "linux-arm64", "ohos-arm64", "ohos-x86_64")
@@ -301,15 +302,16 @@ def find_ohos_sdk() -> tuple[Path | None, list[str]]:
 
 
 OHOS_STL_ENV = "HMBUILD_OHOS_STL"
-OHOS_STLS = ("c++_shared", "c++_static")
 
 
-def ohos_stl() -> str:
+def ohos_stl(asked: str | None = None) -> str:
     """OHOS_STL for the ohos targets: c++_shared (DevEco's template default; the HAR then ships
-    libc++_shared.so) unless HMBUILD_OHOS_STL=c++_static asks for libc++ linked in."""
-    stl = os.environ.get(OHOS_STL_ENV, "").strip() or "c++_shared"
+    libc++_shared.so) unless c++_static is asked for (a project's `[build] ohos_stl`, resolved by
+    config.project.resolve_ohos_stl) or, without a project, HMBUILD_OHOS_STL."""
+    stl = (asked or os.environ.get(OHOS_STL_ENV, "")).strip() or "c++_shared"
     if stl not in OHOS_STLS:
-        raise HmbuildError(f"{OHOS_STL_ENV}={_shown(stl)} is not an OHOS STL; use c++_shared or c++_static.")
+        where = f"{OHOS_STL_ENV}={_shown(stl)}" if not asked else f"OHOS STL {_shown(stl)}"
+        raise HmbuildError(f"{where} is not an OHOS STL; use {' or '.join(OHOS_STLS)}.")
     return stl
 
 
@@ -327,7 +329,7 @@ def _ohos_runner(native: Path, arm: bool) -> tuple[str, ...] | None:
     return (str(loader), "--library-path", libs) if loader.exists() else None
 
 
-def _ohos_target(name: str) -> Target:
+def _ohos_target(name: str, stl: str | None) -> Target:
     arm = name == "ohos-arm64"
     native, looked = find_ohos_sdk()
     missing = []
@@ -344,7 +346,7 @@ def _ohos_target(name: str) -> Target:
         standin = standin_info(native)
         found["ohos_sdk"] = str(native) + (f" (stand-in: {STANDIN_WHAT})" if standin else "")
         found["ohos_sdk_kind"] = "stand-in" if standin else "OpenHarmony SDK"
-        found["ohos_stl"] = ohos_stl()
+        found["ohos_stl"] = ohos_stl(stl)
         toolchain_file = native / "build" / "cmake" / "ohos.toolchain.cmake"
         clangxx = native / "llvm" / "bin" / "clang++"
         if clangxx.exists():
@@ -367,7 +369,7 @@ def _ohos_target(name: str) -> Target:
         cxx=cxx,
         sysroot=(native / "sysroot") if native else None,
         cmake_toolchain_file=toolchain_file,
-        cmake_cache={"OHOS_ARCH": "arm64-v8a" if arm else "x86_64", "OHOS_STL": ohos_stl(), "OHOS_PLATFORM": "OHOS",
+        cmake_cache={"OHOS_ARCH": "arm64-v8a" if arm else "x86_64", "OHOS_STL": ohos_stl(stl), "OHOS_PLATFORM": "OHOS",
                      # ctest runs the native tests through the runner (the toolchain file sets none).
                      **({"CMAKE_CROSSCOMPILING_EMULATOR": ";".join(runner)} if runner else {})},
         runner=runner,
@@ -378,14 +380,15 @@ def _ohos_target(name: str) -> Target:
     )
 
 
-def resolve_target(name: str) -> Target:
-    """The Target called `name`, probed on this machine. Unknown names are refused."""
+def resolve_target(name: str, stl: str | None = None) -> Target:
+    """The Target called `name`, probed on this machine. Unknown names are refused. `stl`
+    (c++_shared or c++_static) is the project's choice for the ohos targets (None: the default)."""
     if name == "host":
         return _host_target()
     if name == "linux-arm64":
         return _linux_arm64_target()
     if name in ("ohos-arm64", "ohos-x86_64"):
-        return _ohos_target(name)
+        return _ohos_target(name, stl)
     raise HmbuildError(f"Unknown target '{name}'; choose one of: {', '.join(TARGET_NAMES)} (see `hmbuild targets`).")
 
 

@@ -49,15 +49,17 @@ float gelu_table(float x) {
 float silu(float x) { return x / (1.0f + exp_f(-x)); }
 
 // cos/sin of the rotary angles pos * base^(-2i/d) of one position, with the angle advanced by
-// repeated multiplication in float as ggml does.
-void rope_angles(int pos, float base, int head_dim, std::vector<float>* cs) {
+// repeated multiplication in float as ggml does. Llama 3's factors divide angle i (ggml's
+// freq_factors); linear scaling multiplies every angle by `scale`.
+void rope_angles(int pos, float base, int head_dim, float scale, const float* factors, std::vector<float>* cs) {
     const int half = head_dim / 2;
     cs->resize(size_t(head_dim));
     const float step = static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(-2.0f / head_dim)));
     float theta = static_cast<float>(pos);
     for (int i = 0; i < half; ++i) {
-        (*cs)[size_t(2 * i)] = static_cast<float>(std::cos(static_cast<double>(theta)));
-        (*cs)[size_t(2 * i + 1)] = static_cast<float>(std::sin(static_cast<double>(theta)));
+        const float angle = scale * (factors ? theta / factors[i] : theta);
+        (*cs)[size_t(2 * i)] = static_cast<float>(std::cos(static_cast<double>(angle)));
+        (*cs)[size_t(2 * i + 1)] = static_cast<float>(std::sin(static_cast<double>(angle)));
         theta *= step;
     }
 }
@@ -351,10 +353,12 @@ Status Engine::forward_pass(const int32_t* tokens, int n_total, int pos0, bool a
             if (observe_) observe_(il, InputSite::AttnIn, xn_.data(), d, n);
             const MatJob qkv[3] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
             matmul_many(qkv, 3, xn_.data(), n);
+            // Sliding-window layers (gemma3) keep their own base and are never scaled, as in llama.cpp.
             const float base = L.sliding ? cfg_.rope_base_local : cfg_.rope_base;
+            const float scale = L.sliding ? 1.0f : cfg_.rope_freq_scale;
             std::vector<float>& cs = rope_cs_;
             for (int t = 0; t < n; ++t) {
-                rope_angles(pos + t, base, hd, &cs);
+                rope_angles(pos + t, base, hd, scale, w_.rope_freqs, &cs);
                 float* q = &q_[size_t(t) * q_dim];
                 float* k = &k_[size_t(t) * kv_dim];
                 float* v = &v_[size_t(t) * kv_dim];

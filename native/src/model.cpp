@@ -125,6 +125,32 @@ Status read_float_param(const GgufFile& g, const std::string& key, float lo, flo
     return Status{};
 }
 
+// RoPE scaling as llama.cpp reads it: a missing type means linear, whose factor (default 1)
+// divides every angle; "none" scales nothing. YaRN and LongRoPE change the rotation itself, and a
+// partial rotary dimension rotates only part of each head: refused rather than computed wrongly.
+Status read_rope_scaling(const GgufFile& g, const std::string& a, int head_dim, float* freq_scale) {
+    const std::string& path = g.mapping().path();
+    std::string type = "linear";
+    if (g.has_key(a + ".rope.scaling.type") && !g.get_string(a + ".rope.scaling.type", &type))
+        return Status::error(ErrorCode::InvalidModel, path + ": " + a + ".rope.scaling.type must be a string");
+    if (type != "linear" && type != "none")
+        return Status::error(ErrorCode::UnsupportedModel, path + " uses '" + type +
+                                                              "' RoPE scaling; this runtime supports none, linear "
+                                                              "and Llama 3's rope_freqs");
+    float factor = 1.0f;
+    Status st = read_float_param(g, a + ".rope.scaling.factor", 0.0f, 1024.0f, &factor);
+    if (!st.ok()) return st;
+    *freq_scale = (type == "none" || factor == 0.0f) ? 1.0f : 1.0f / factor;
+    int n_rot = head_dim;
+    st = read_param(g, a + ".rope.dimension_count", 1, 1024, false, &n_rot);
+    if (!st.ok()) return st;
+    if (n_rot != head_dim)
+        return Status::error(ErrorCode::UnsupportedModel, path + " rotates " + std::to_string(n_rot) + " of " +
+                                                              std::to_string(head_dim) +
+                                                              " dimensions per head; this runtime rotates whole heads");
+    return Status{};
+}
+
 }  // namespace
 
 Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
@@ -134,9 +160,11 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
     const std::string& path = gguf.mapping().path();
     if (a == "llama") c.arch = Arch::Llama;
     else if (a == "qwen2") c.arch = Arch::Qwen2;
+    else if (a == "qwen3") c.arch = Arch::Qwen3;
     else if (a == "gemma3") c.arch = Arch::Gemma3;
     else if (a.empty()) return Status::error(ErrorCode::InvalidModel, path + " has no general.architecture");
-    else return Status::error(ErrorCode::UnsupportedModel, path + " is a '" + a + "' model; supported: llama, qwen2, gemma3");
+    else return Status::error(ErrorCode::UnsupportedModel,
+                              path + " is a '" + a + "' model; supported: llama, qwen2, qwen3, gemma3");
 
     constexpr int64_t kIntMax = 0x7fffffff;
     Status st;
@@ -175,6 +203,12 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
             c.rope_neox = true;
             c.rope_base = 1000000.0f;
             break;
+        case Arch::Qwen3:
+            // No QKV bias; each head's q and k RMS-normed before RoPE. The RoPE base, when the file
+            // lacks it, is llama.cpp's default 10000 (real Qwen3 files carry 1000000).
+            c.qk_norm = true;
+            c.rope_neox = true;
+            break;
         case Arch::Gemma3:
             c.qk_norm = true;
             c.post_norms = true;
@@ -189,6 +223,7 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
             break;
     }
     if (!(st = read_float_param(gguf, a + ".rope.freq_base", 1.0f, 1e12f, &c.rope_base)).ok()) return st;
+    if (!(st = read_rope_scaling(gguf, a, c.head_dim, &c.rope_freq_scale)).ok()) return st;
 
     Binder b{gguf, Status{}, 0, {}, {}};
     if (gguf.has_key(kRotatedKey)) {
@@ -206,7 +241,15 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
     mw.tok_embd = b.matrix("token_embd.weight", d, c.n_vocab);
     mw.output_norm = b.vector("output_norm.weight", d);
     if (gguf.find_tensor("output.weight")) mw.output = b.matrix("output.weight", d, c.n_vocab);
-    else mw.output = mw.tok_embd;  // tied output (gemma3, small llamas)
+    else mw.output = mw.tok_embd;  // tied output (gemma3, small llamas and qwens)
+    // Llama 3.x rope scaling (convert_hf_to_gguf writes it from rope_scaling "llama3"); llama.cpp
+    // reads it for llama only, so another family's copy is left unused, as there.
+    if (c.arch == Arch::Llama && gguf.find_tensor("rope_freqs.weight")) {
+        mw.rope_freqs = b.vector("rope_freqs.weight", c.head_dim / 2);
+        for (int i = 0; mw.rope_freqs && i < c.head_dim / 2; ++i)
+            if (!std::isfinite(mw.rope_freqs[i]) || mw.rope_freqs[i] <= 0.0f)
+                return Status::error(ErrorCode::InvalidModel, path + ": rope_freqs.weight must hold positive numbers");
+    }
     for (int il = 0; il < c.n_layers && b.status.ok(); ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights l;

@@ -28,6 +28,16 @@ Status Session::open(const std::string& model_path, const SessionOptions& option
                                                           std::to_string(s->tokenizer_.n_vocab()) +
                                                           " tokens but token_embd.weight has " +
                                                           std::to_string(s->config_.n_vocab) + " rows");
+    // No format given: the one `hmbuild chat-template MODEL.gguf --embed OUT.gguf` wrote into the
+    // model's metadata, so the format travels (and is verified) with the model file.
+    std::string embedded;
+    if (!s->has_chat_format_ && s->model_.get_string("hmbuild.chat_format", &embedded)) {
+        st = ChatFormat::parse(embedded, &s->chat_format_);
+        if (!st.ok())
+            return Status::error(ErrorCode::InvalidModel, model_path + ": its embedded hmbuild.chat_format is "
+                                 "unreadable (" + st.message + "); embed it again with hmbuild chat-template --embed");
+        s->has_chat_format_ = true;
+    }
     s->options_ = options;
     if (s->has_chat_format_) s->chat_stops_ = resolve_chat_stops(s->chat_format_.stop, s->tokenizer_);
     // Threads = big cores (4 when unknown), owned by the engine's pool, pinned to the big cores
@@ -119,7 +129,8 @@ namespace {
 Status no_chat_format() {
     return Status::error(ErrorCode::InvalidArgument,
                          "this session has no chat format; open it with the compiled format "
-                         "(InitOptions.chatFormat: the output of hmbuild chat-template MODEL.gguf --json)");
+                         "(InitOptions.chatFormat: the output of hmbuild chat-template MODEL.gguf --json), or "
+                         "use a model file that carries one (hmbuild chat-template MODEL.gguf --embed OUT.gguf)");
 }
 }  // namespace
 

@@ -6,12 +6,14 @@
 //             [--kernels NAME] [--logits-out FILE] [--json]
 //   hmllm_run --model M.gguf --classify alarm,weather,... --prompt TEXT [--example LABEL=TEXT ...]
 //             [--calibrate] [--json]
-//   hmllm_run --model M.gguf --chat MESSAGES.json --chat-format FORMAT.json [--print-prompt]
+//   hmllm_run --model M.gguf --chat MESSAGES.json [--chat-format FORMAT.json] [--print-prompt]
 //             [--timeout-ms N] [sampling and context options as above] [--json]
 //
 // --chat runs a conversation ({"messages": [{"role", "content"}, ...]}) in a compiled chat format
 // (the JSON of `hmbuild chat-template MODEL.gguf --json`, docs/chat.md) through Session::chat: it
-// stops at the format's end-of-turn or EOS token. --print-prompt prints the rendered prompt (and,
+// stops at the format's end-of-turn or EOS token. Without --chat-format the session uses the format
+// the model file carries (hmbuild chat-template --embed), as an app's init() without chatFormat does.
+// --print-prompt prints the rendered prompt (and,
 // with --json, its token ids) instead of generating. --timeout-ms stops generation with what exists,
 // reported as stop "timeout". With --json, "stop" says what ended it: the stop string, "eos",
 // "max_tokens", "context_full" or "timeout".
@@ -234,7 +236,7 @@ int main(int argc, char** argv) {
     const bool chat = !a.chat.empty();
     if (chat && (a.has_prompt || a.has_tokens || a.has_classify || !a.logits_out.empty()))
         return fail(a, 2, "--chat takes the conversation from its file: no --prompt, --tokens, --classify or --logits-out");
-    if (chat != !a.chat_format.empty()) return fail(a, 2, "--chat and --chat-format go together");
+    if (!chat && !a.chat_format.empty()) return fail(a, 2, "--chat-format only goes with --chat");
     if ((a.print_prompt || a.timeout_ms) && !chat) return fail(a, 2, "--print-prompt and --timeout-ms only go with --chat");
     if (!chat && a.has_prompt == a.has_tokens) return fail(a, 2, "give exactly one of --prompt and --tokens");
     if (a.has_classify && !a.has_prompt) return fail(a, 2, "--classify needs the text as --prompt");
@@ -248,7 +250,7 @@ int main(int argc, char** argv) {
     hmllm::SessionOptions so;
     if (chat) {
         std::string text;
-        if (!read_text(a.chat_format, &so.chat_format)) return fail(a, 1, "cannot read the chat format " + a.chat_format);
+        if (!a.chat_format.empty() && !read_text(a.chat_format, &so.chat_format)) return fail(a, 1, "cannot read the chat format " + a.chat_format);
         if (!read_text(a.chat, &text)) return fail(a, 1, "cannot read the conversation " + a.chat);
         hmllm::Status st = hmllm::parse_chat_messages(text, a.chat, &messages);
         if (!st.ok()) return fail(a, 1, st.message);
@@ -281,15 +283,27 @@ int main(int argc, char** argv) {
     } else {
         prompt = session->tokenizer().encode(a.prompt, session->tokenizer().add_bos());
     }
+    // --logits-out: one row of n_vocab floats per sampled token, the distribution it was sampled
+    // from (row 0: the last prompt position). should_stop is asked right after each token is
+    // sampled, while the engine still holds those logits.
+    std::vector<float> rows;
+    if (!a.logits_out.empty()) {
+        req.should_stop = [&] {
+            const std::vector<float>& lg = session->engine().logits();
+            rows.insert(rows.end(), lg.begin(), lg.end());
+            return false;
+        };
+    }
     hmllm::InferResult r;
     st = session->generate_tokens(prompt, req, &r);
     if (!st.ok()) return fail(a, 1, st.message);
     if (!a.logits_out.empty()) {
-        // Logits after the last generated token's predecessor: the distribution the final token
-        // was sampled from (the last prompt position when max_tokens is 1).
-        const std::vector<float>& lg = session->engine().logits();
+        if (r.generation.stop == hmllm::StopReason::EndOfGeneration) {  // the row that chose EOS
+            const std::vector<float>& lg = session->engine().logits();
+            rows.insert(rows.end(), lg.begin(), lg.end());
+        }
         FILE* f = std::fopen(a.logits_out.c_str(), "wb");
-        if (!f || std::fwrite(lg.data(), sizeof(float), lg.size(), f) != lg.size())
+        if (!f || std::fwrite(rows.data(), sizeof(float), rows.size(), f) != rows.size())
             return fail(a, 1, "cannot write " + a.logits_out);
         std::fclose(f);
     }

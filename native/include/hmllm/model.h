@@ -12,7 +12,7 @@
 
 namespace hmllm {
 
-enum class Arch { Llama, Qwen2, Gemma3 };
+enum class Arch { Llama, Qwen2, Qwen3, Gemma3 };
 
 struct ModelConfig {
     Arch arch = Arch::Llama;
@@ -28,12 +28,13 @@ struct ModelConfig {
     float rms_eps = 1e-5f;
     float rope_base = 10000.0f;        // global attention layers
     float rope_base_local = 10000.0f;  // sliding-window layers (gemma3)
-    bool rope_neox = false;            // rotate halves (qwen2, gemma3) vs adjacent pairs (llama)
+    bool rope_neox = false;            // rotate halves (qwen2, qwen3, gemma3) vs adjacent pairs (llama)
+    float rope_freq_scale = 1.0f;      // linear RoPE scaling: angles times 1 / <arch>.rope.scaling.factor
     int sliding_window = 0;            // 0: no sliding-window layers
     float attn_scale = 1.0f;           // applied to q before q·k
     // The few lines in which the architectures differ:
     bool qkv_bias = false;     // qwen2
-    bool qk_norm = false;      // gemma3: RMS-norm each q and k head
+    bool qk_norm = false;      // qwen3, gemma3: RMS-norm each q and k head before RoPE
     bool post_norms = false;   // gemma3: norm after attention and after the FFN, before the residual
     bool gelu = false;         // gemma3: GELU-tanh gated FFN (llama/qwen2: SiLU)
     float embed_scale = 1.0f;  // gemma3: sqrt(d_model)
@@ -57,6 +58,9 @@ struct ModelWeights {
     MatView tok_embd;
     MatView output;  // the token embedding itself when the output is tied
     const float* output_norm = nullptr;
+    // Llama 3.x rope scaling: head_dim / 2 factors that divide each rotary frequency (llama.cpp's
+    // freq_factors; one tensor shared by every layer). nullptr: no scaling.
+    const float* rope_freqs = nullptr;
     std::vector<LayerWeights> layers;
     uint64_t weight_bytes = 0;  // bytes of all tensors the forward pass reads
 };
