@@ -73,6 +73,8 @@ TARGETS = {
                    32768),
     "tokenizer": Target("tokenizer", [*READER_SOURCES, "src/tokenizer.cpp"], 2048),
     "text_input": Target("text_input", ["src/text_input.cpp"], 4096),
+    "chat_format": Target("chat_format", [*READER_SOURCES, "src/tokenizer.cpp", "src/json.cpp", "src/chat_format.cpp"],
+                          4096),
 }
 
 

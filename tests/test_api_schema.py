@@ -71,6 +71,10 @@ def test_shipped_description_keeps_the_hand_written_declarations_and_docs():
         "export const warmup: (session: number) => Promise<void>;",
         "export const stats: (session: number) => SessionStats;",
         "export const verifyModel: (path: string, sha256: string) => Promise<boolean>;",
+        "export const chatAsync: (session: number, messages: ChatMessage[], options?: InferOptions) => Promise<ChatResult>;",
+        "  role: 'system' | 'user' | 'assistant';",
+        "  chatFormat?: string;",
+        "  promptTokens?: number;",
     ):
         assert line in dts, line
     assert "Declarations of libdemo.so's NAPI exports" in dts

@@ -1,6 +1,7 @@
 #include "hmllm/chat_format.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "hmllm/json.h"
 
@@ -65,6 +66,25 @@ bool is_python_space(int32_t cp) {
            cp == 0x3000;
 }
 
+// A value from the input inside a one-line message: control characters escaped as Python's repr
+// escapes them, cut after 32 bytes at a character boundary.
+std::string shown(const std::string& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(v[i]);
+        if (i >= 32 && (c & 0xC0) != 0x80) return out + "...";
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else if (c < 0x20 || c == 0x7F) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        } else out += char(c);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string trim_python_whitespace(std::string_view text) {
@@ -116,7 +136,7 @@ Status ChatFormat::parse(std::string_view json, ChatFormat* out) {
     if (mode->string == "turn") f.system_mode = SystemMode::Turn;
     else if (mode->string == "fold") f.system_mode = SystemMode::Fold;
     else if (mode->string == "none") f.system_mode = SystemMode::None;
-    else return bad("the chat format's system.mode '" + mode->string.substr(0, 32) + "' is not turn, fold or none");
+    else return bad("the chat format's system.mode '" + shown(mode->string) + "' is not turn, fold or none");
     for (const JsonValue& s : stop->array) {
         if (!s.is(Type::String) || s.string.empty()) return bad("the chat format's stop must hold non-empty strings");
         f.stop.push_back(s.string);
@@ -138,7 +158,7 @@ Status ChatFormat::validate(const std::vector<ChatMessage>& messages) const {
         const std::string n = "message " + std::to_string(k + 1);
         const std::string& role = messages[k].role;
         if (role != "system" && role != "user" && role != "assistant")
-            return bad(n + " has the unknown role '" + role.substr(0, 32) + "'; use system, user or assistant");
+            return bad(n + " has the unknown role '" + shown(role) + "'; use system, user or assistant");
         if (role == "system") {
             if (system_mode == SystemMode::None)
                 return bad(n + " is a system message, which this model's template does not support; put the "

@@ -152,6 +152,18 @@ TEST_CASE(messages_that_are_not_role_and_text_content_are_refused_naming_the_mes
     CHECK_EQ(m[0].content, std::string("\xe4\xbd\xa0\xf0\x9f\x98\x80\xef\xbf\xbdx\n"));
 }
 
+TEST_CASE(a_refusal_quoting_the_input_stays_one_line) {
+    // Found by fuzz_chat_format: a role with a newline broke the one-sentence message.
+    ChatFormat fmt;
+    CHECK(ChatFormat::parse(kGemma, &fmt).ok());
+    std::string out;
+    Status st = fmt.render({{"a\nb\x01" + std::string(40, 'r'), "x"}}, true, &out);
+    CHECK(one_sentence(st));
+    CHECK(st.message.find("'a\\nb\\x01rrr") != std::string::npos && st.message.find("...'") != std::string::npos);
+    st = ChatFormat::parse(with(kGemma, "\"mode\": \"fold\"", "\"mode\": \"a\\nb\""), &fmt);
+    CHECK(one_sentence(st) && st.message.find("'a\\nb'") != std::string::npos);
+}
+
 TEST_CASE(the_json_reader_refuses_what_is_not_json_without_crashing) {
     JsonValue v;
     const char* bad[] = {"{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "\"\\x\"", "\"\\u12\"", "[1 2]", "{\"a\":1,}", "nul"};
