@@ -33,16 +33,10 @@ U = lambda c: {"role": "user", "content": c}  # noqa: E731
 A = lambda c: {"role": "assistant", "content": c}  # noqa: E731
 S = lambda c: {"role": "system", "content": c}  # noqa: E731
 
-# The five kinds of conversation, none of them the compiler's own probes.
-CONVERSATIONS = {
-    "user alone": [U("What is the capital of France?")],
-    "system and user": [S("Answer in one word."), U("Capital of Japan?")],
-    "multi-turn": [U("Hi there"), A("Hello, how can I help?"), U("Summarise this note."), A("Done."),
-                   U("Thanks")],
-    "chinese and emoji": [S("请用中文回答。"), U("把这句话翻译成英文：我爱北京天安门 ❤️🏯"), A("I love Tiananmen 🙂"),
-                          U("再来一次 👍🏽🇨🇳")],
-    "spaces": [U("   leading and trailing   \n"), A("\n\tanswer  "), U(" next\u3000")],
-}
+# The five kinds of conversation, none of them the compiler's own probes: the ones
+# scripts/record_chat_reference.py defines and recorded llama.cpp's tokens for (one list for both).
+CONVERSATIONS = {c["kind"]: c["messages"] for c in json.loads(
+    (Path(__file__).parent / "fixtures" / "llama_cpp" / "chat_tokenize.json").read_text(encoding="utf-8"))["cases"]}
 
 
 def source(name: str) -> str:

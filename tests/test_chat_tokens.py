@@ -13,7 +13,6 @@ family (the gguf package) carrying the template in tokenizer.chat_template, so `
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from conftest import REPO, run_hmbuild
 from tiny_models import TinyConfig, write_tiny_model
 
 from hmbuild.model.chat_template import compile_template, load_format
-from hmbuild.model.catalog import model_path
+from hmbuild.model.catalog import model_path, sha256_file
 from hmbuild.resources import cache_dir
 
 FIXTURE = json.loads((REPO / "tests/fixtures/llama_cpp/chat_tokenize.json").read_text(encoding="utf-8"))
@@ -42,14 +41,6 @@ CASES = FIXTURE["cases"]
 
 def _id(case):
     return f"{case['template']}/{case['kind']}"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
@@ -82,7 +73,7 @@ def llama_vocabs():
                 part.write_bytes(member.read())
                 part.rename(folder / name)
     for name, sha in want.items():
-        assert _sha256(folder / name) == sha, f"{folder / name} is not the vocabulary the fixtures were recorded with"
+        assert sha256_file(folder / name) == sha, f"{folder / name} is not the vocabulary the fixtures were recorded with"
     return {name: folder / name for name in want}
 
 

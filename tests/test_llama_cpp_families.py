@@ -98,17 +98,24 @@ def test_tiny_family_rebuilds_byte_identically(models, mid):
         "re-record with scripts/record_llama_reference.py --tiny-families-only")
 
 
-@pytest.mark.parametrize("mid", IDS)
-def test_tiny_family_follows_llama_cpp_on_host(project, models, mid, tmp_path, record_property):
+def follows_llama_cpp(project, models, mid, tmp_path, record_property, where, *target):
+    """Greedy steps on `target` (host by default), compared with llama.cpp and reported; a F32 model
+    must agree at every step. Returns the tokens and logits."""
     m = MODELS[IDS.index(mid)]
-    assert sha256(models[mid]) == m["sha256"]
-    tokens, logits = greedy(project, models[mid], m, tmp_path)
+    tokens, logits = greedy(project, models[mid], m, tmp_path, *target)
     agreed, worst = compare_with_llama_cpp(m, tokens, logits)
     record_property("steps_agreed", agreed)
     record_property("max_abs_logit_diff", round(worst, 5))
-    print(f"{mid} host: {agreed}/32 greedy steps agree, max |logit - llama.cpp| {worst:.5f}")
+    print(f"{mid} {where}: {agreed}/32 greedy steps agree, max |logit - llama.cpp| {worst:.5f}")
     if m["config"]["weight_type"] == "F32":
         assert agreed == len(m["generated_ids"])
+    return tokens, logits
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_tiny_family_follows_llama_cpp_on_host(project, models, mid, tmp_path, record_property):
+    assert sha256(models[mid]) == MODELS[IDS.index(mid)]["sha256"]
+    follows_llama_cpp(project, models, mid, tmp_path, record_property, "host")
 
 
 @pytest.mark.qemu
@@ -117,13 +124,8 @@ def test_tiny_family_follows_llama_cpp_on_host(project, models, mid, tmp_path, r
 @pytest.mark.parametrize("mid", IDS)
 def test_tiny_family_follows_llama_cpp_under_qemu(project, models, mid, cpu, tmp_path, record_property):
     m = MODELS[IDS.index(mid)]
-    tokens, logits = greedy(project, models[mid], m, tmp_path, "--target", "linux-arm64", "--cpu", cpu)
-    agreed, worst = compare_with_llama_cpp(m, tokens, logits)
-    record_property("steps_agreed", agreed)
-    record_property("max_abs_logit_diff", round(worst, 5))
-    print(f"{mid} linux-arm64 {cpu}: {agreed}/32 greedy steps agree, max |logit - llama.cpp| {worst:.5f}")
-    if m["config"]["weight_type"] == "F32":
-        assert agreed == len(m["generated_ids"])
+    tokens, logits = follows_llama_cpp(project, models, mid, tmp_path, record_property, f"linux-arm64 {cpu}",
+                                       "--target", "linux-arm64", "--cpu", cpu)
     host_tokens, host_logits = greedy(project, models[mid], m, tmp_path)
     assert tokens == host_tokens
     assert np.array_equal(logits.view(np.uint32), host_logits.view(np.uint32)), "aarch64 logits differ from the host's"

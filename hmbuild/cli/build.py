@@ -169,14 +169,14 @@ def _chat_options(options: RunOptions, project, model: Path, chat_file: Path, na
     files (the tool validates again: the runtime never trusts its input)."""
     try:
         messages = chat_template.read_conversation(chat_file)
-        fmt = chat_template.project_format(model, project.settings.get("chat") or {}, project.root, name=name,
+        fmt, embedded = chat_template.project_format(model, project.settings.get("chat") or {}, project.root, name=name,
                                            jinja_file=template_file, date_string=date_string)
         fmt.validate(messages)
     except chat_template.ChatTemplateError as exc:
         raise HmbuildError(str(exc)) from None
     format_file, messages_file = scratch / "format.json", scratch / "messages.json"
     format_file.write_text(json.dumps(fmt.to_json(), ensure_ascii=False), encoding="utf-8")
-    if fmt == chat_template.embedded_format(model):  # the runtime reads it from the model, as an app's does
+    if embedded:  # the runtime reads it from the model file, as an app's init() without chatFormat does
         format_file = None
     messages_file.write_text(json.dumps({"messages": messages}, ensure_ascii=False), encoding="utf-8")
     return replace(options, chat=messages_file, chat_format=format_file, print_prompt=print_prompt,

@@ -553,23 +553,24 @@ def embedded_format(path: str | Path) -> ChatFormat | None:
 
 
 def project_format(gguf_path: str | Path, chat: dict, root: Path, *, name: str | None = None,
-                   jinja_file: str | Path | None = None, date_string: str | None = None) -> ChatFormat:
+                   jinja_file: str | Path | None = None, date_string: str | None = None) -> tuple[ChatFormat, bool]:
     """The format a project chats with: a name or Jinja file given here (a command-line override),
     else hmbuild.toml's [chat] (`chat`, already validated; template_file relative to `root`), else
     the GGUF's own template, else the format embedded in it (chat-template --embed); a model with none is
-    refused naming both ways to give one."""
+    refused naming both ways to give one. Returns (the format, whether it is the embedded one)."""
     if name is None and jinja_file is None:
         name = chat.get("template")
         jinja_file = root / chat["template_file"] if chat.get("template_file") else None
     date_string = date_string if date_string is not None else chat.get("date_string")
     fmt = load_format(gguf_path, name=name, jinja_file=jinja_file, date_string=date_string)
-    if fmt is None:  # a base model given its format by `hmbuild chat-template --embed`
-        fmt = embedded_format(gguf_path)
+    if fmt is not None:
+        return fmt, False
+    fmt = embedded_format(gguf_path)  # a base model given its format by `hmbuild chat-template --embed`
     if fmt is None:
         raise ChatTemplateError(f"{Path(gguf_path).name} has no tokenizer.chat_template (a base model); pass "
                                 f"--template {'|'.join(CHAT_TEMPLATES)} or --template-file FILE, or set [chat] "
                                 "template in hmbuild.toml.")
-    return fmt
+    return fmt, True
 
 
 def read_conversation(path: str | Path) -> list:

@@ -54,6 +54,15 @@ const char* kGemma =
         "alternate": true, "generation_prompt": "<start_of_turn>model\n", "stop": ["<eos>", "<end_of_turn>"],
         "date_string": null})";
 
+// The real-model cases' session: two threads, a 512-token context, the gemma format.
+hmllm::SessionOptions gemma_chat_options() {
+    hmllm::SessionOptions so;
+    so.context_size = 512;
+    so.threads = 2;
+    so.chat_format = kGemma;
+    return so;
+}
+
 std::string with(std::string json, const std::string& from, const std::string& to) {
     const size_t at = json.find(from);
     if (at == std::string::npos) std::abort();
@@ -187,12 +196,8 @@ TEST_CASE(real_model_chat_prompt_has_one_bos_special_tokens_and_id_stops) {
         std::printf("skip: HMLLM_TEST_MODEL is not set\n");
         return;
     }
-    hmllm::SessionOptions so;
-    so.context_size = 512;
-    so.threads = 2;
-    so.chat_format = kGemma;
     std::unique_ptr<hmllm::Session> s;
-    CHECK(hmllm::Session::open(test_model(), so, &s).ok());
+    CHECK(hmllm::Session::open(test_model(), gemma_chat_options(), &s).ok());
     const hmllm::Tokenizer& tok = s->tokenizer();
     std::string text;
     std::vector<int32_t> ids;
@@ -221,12 +226,8 @@ TEST_CASE(real_model_chat_reports_its_stop_and_the_next_turn_reuses_the_cache) {
         std::printf("skip: HMLLM_TEST_MODEL is not set\n");
         return;
     }
-    hmllm::SessionOptions so;
-    so.context_size = 512;
-    so.threads = 2;
-    so.chat_format = kGemma;
     std::unique_ptr<hmllm::Session> s;
-    CHECK(hmllm::Session::open(test_model(), so, &s).ok());
+    CHECK(hmllm::Session::open(test_model(), gemma_chat_options(), &s).ok());
     std::vector<ChatMessage> conv = {{"user", "Say hi."}, {"assistant", "hi"}, {"user", "Say bye."}, {"assistant", "bye"},
                                      {"user", "Say yes."}};
     hmllm::InferRequest req;
