@@ -8,8 +8,10 @@ import click
 
 from hmbuild.build.doctor import doctor as run_doctor
 from hmbuild.build.doctor import target_report
+from hmbuild.build.insn_count import plugin_path
 from hmbuild.build.tools import ensure_conan_home
 from hmbuild.cli.common import JSON_HELP, emit_json
+from hmbuild.errors import HmbuildError
 from hmbuild.model.catalog import KNOWN_MODELS, fetch_model
 from hmbuild.targets.node import arm64_node, napi_headers_dir
 from hmbuild.targets.ohos_standin import STANDIN_WHAT, build_standin
@@ -72,6 +74,10 @@ def setup(ohos_public):
     ensure_conan_home()
     click.echo(f"Node-API headers: {napi_headers_dir(install=True)}")
     click.echo(f"aarch64 Node.js: {arm64_node(install=True)}")
+    try:  # for `bench --count`; the other targets do not need it, so its absence is a note, not a failure
+        click.echo(f"qemu instruction-counting plugin: {plugin_path()}")
+    except HmbuildError as exc:
+        click.echo(f"bench --count will not work: {exc}", err=True)
     report = run_doctor()
     for t in report["targets"]:
         for m in t["missing"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hmbuild.cli.common import JSON_HELP, Progress, cli_range, emit_json, info, 
 from hmbuild.errors import HmbuildError
 from hmbuild.model import calibrate
 from hmbuild.model import chat_template
+from hmbuild.model import insn_bench
 from hmbuild.model.bench import bench_options, format_table, run_bench
 from hmbuild.model.evaluate import check_inputs, evaluate
 from hmbuild.model.evaluate import format_report as format_eval
@@ -160,22 +162,38 @@ def eval_cmd(ctx, model_path, reference_path, text_path, ctx_size, target_flag, 
               help="GGUF model (default: HMBUILD_MODEL, else the cached Gemma 3 270M).")
 @click.option("--threads", type=int, help="Inference threads (default: the number of big cores).")
 @click.option("--threads-sweep", help="Comma-separated thread counts, e.g. 1,2,4,8: one process and one row each.")
-@click.option("--prompt-tokens", type=int, default=128, show_default=True, help="Prompt length (BOS + a fixed English text).")
-@click.option("--gen-tokens", type=int, default=64, show_default=True,
-              help="Tokens generated greedily, exactly (end-of-generation is ignored).")
+@click.option("--prompt-tokens", type=int, help="Prompt length (BOS + a fixed English text) [default: 128; 64 with --count].")
+@click.option("--gen-tokens", type=int,
+              help="Tokens generated greedily, exactly (end-of-generation is ignored) [default: 64; 16 decode steps "
+                   "with --count].")
 @click.option("--repeat", type=int, default=3, show_default=True, help="Repeats; figures are their medians.")
 @click.option("--kv", default="f16", show_default=True, help="KV cache type: f16 or q8_0.")
 @click.option("--ctx", "ctx_size", type=int, default=2048, show_default=True, help="Context size (sizes the KV cache).")
 @click.option("--kernels", help="Force a kernel set: scalar, avx2, neon, neon-dotprod, neon-i8mm.")
 @click.option("--cpu", "cpu_flag", help="CPU qemu-aarch64 emulates (linux-arm64).")
 @click.option("--build-type", "build_type_flag", help="Release or Debug.")
+@click.option("--count", is_flag=True,
+              help="Count aarch64 instructions and bytes per prefill and decode token under qemu (1 thread, "
+                   "deterministic), with the top functions; linux-arm64 or ohos-arm64.")
+@click.option("--vs-llama-cpp", is_flag=True,
+              help="With --count: the same counts for llama.cpp built for the same CPU features, and the ratios.")
+@click.option("--baseline", type=click.Path(path_type=Path),
+              help="With --count: fail (exit 1) when instructions per token exceed this recorded baseline by over 2%.")
+@click.option("--save-baseline", type=click.Path(path_type=Path), help="With --count: record the counts as a baseline.")
 @click.option("--json", "as_json", is_flag=True,
               help='Print one JSON object on stdout ({"runs": [...]} with --threads-sweep).')
 @click.pass_context
 def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_tokens, gen_tokens, repeat, kv, ctx_size,
-              kernels, cpu_flag, build_type_flag, as_json):
-    """Prefill/decode tokens/s, TTFT cold and warm, peak RSS and memory-bandwidth use of a model on a target."""
-    options = bench_options(threads, threads_sweep, prompt_tokens, gen_tokens, repeat, kv, ctx_size, kernels)
+              kernels, cpu_flag, build_type_flag, count, vs_llama_cpp, baseline, save_baseline, as_json):
+    """Prefill/decode tokens/s, TTFT cold and warm, peak RSS and memory-bandwidth use of a model on a target;
+    with --count, instructions and bytes per token under qemu, side by side with llama.cpp."""
+    if not count and (vs_llama_cpp or baseline or save_baseline):
+        raise HmbuildError("--vs-llama-cpp, --baseline and --save-baseline go with --count.", 2)
+    if count:
+        return _count(ctx, target_flag, model_flag, prompt_tokens, gen_tokens, cpu_flag, build_type_flag,
+                      vs_llama_cpp, baseline, save_baseline, as_json)
+    options = bench_options(threads, threads_sweep, 128 if prompt_tokens is None else prompt_tokens,
+                            64 if gen_tokens is None else gen_tokens, repeat, kv, ctx_size, kernels)
     r = resolve_runnable(ctx, target_flag, build_type_flag, cpu_flag)
     model = model_path(model_flag)
     built = build(r.project, r.target, r.build_type)
@@ -186,6 +204,37 @@ def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_token
     else:
         for line in format_table(report):
             click.echo(line)
+
+
+def _count(ctx, target_flag, model_flag, prompt_tokens, gen_tokens, cpu_flag, build_type_flag, vs_llama_cpp, baseline,
+           save_baseline, as_json):
+    base = insn_bench.read_baseline(baseline) if baseline else None
+    if base is not None:  # the baseline's settings, unless given
+        prompt_tokens = base["prompt_tokens"] if prompt_tokens is None else prompt_tokens
+        gen_tokens = base["gen_tokens"] if gen_tokens is None else gen_tokens
+        cpu_flag = base.get("cpu") if cpu_flag is None else cpu_flag
+    r = resolve_runnable(ctx, target_flag, build_type_flag, cpu_flag)
+    model = model_path(model_flag)
+    built = build(r.project, r.target, r.build_type)
+    report = insn_bench.run_count(r.target, built, model, r.cpu,
+                                  insn_bench.COUNT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens,
+                                  insn_bench.COUNT_GEN_TOKENS if gen_tokens is None else gen_tokens,
+                                  vs_llama_cpp, progress=lambda line: info(f"bench --count: {line}"))
+    if save_baseline:
+        Path(save_baseline).write_text(json.dumps(insn_bench.baseline_json(report), indent=1) + "\n", encoding="utf-8")
+        info(f"bench --count: wrote the baseline {save_baseline}")
+    within, lines = insn_bench.compare_baseline(report, base) if base is not None else (True, [])
+    if as_json:
+        emit_json({"ok": within, **report.to_json(), **({"baseline": {"path": str(baseline), "within": within,
+                                                                      "lines": lines}} if base else {})})
+    else:
+        for line in insn_bench.format_counts(report) + lines:
+            click.echo(line)
+    if not within:
+        click.echo(f"hmbuild: error: Instructions per token are more than "
+                   f"{insn_bench.BASELINE_TOLERANCE:.0%} above the baseline {baseline}; the functions that moved "
+                   "are listed above (re-record with --save-baseline if the rise is intended).", err=True)
+        ctx.exit(1)
 
 
 @click.command("chat-template")
