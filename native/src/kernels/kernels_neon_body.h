@@ -78,51 +78,9 @@ float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
     return s;
 }
 
-// 32-blocks, four rows per pass (lane r = row r): the per-block int dots of the rows are reduced
-// to one int32 each, then acc_r = fma((float)isum_r, d_wr * d_a, acc_r) as a 4-lane vector.
-// The block's fp16 scale is its first two bytes in all three layouts.
-template <class B>
-inline float32x4_t scales4(const uint8_t* const rows[4], int64_t i) {
-    uint16x4_t h = vdup_n_u16(0);
-    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[0])[i].d, h, 0);
-    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[1])[i].d, h, 1);
-    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[2])[i].d, h, 2);
-    h = vld1_lane_u16(&reinterpret_cast<const B*>(rows[3])[i].d, h, 3);
-    return vcvt_f32_f16(vreinterpret_f16_u16(h));
-}
-
+// acc_r = fma((float)isum_r, d_wr * d_a, acc_r), four rows (lanes) at once: the canonical block step.
 inline float32x4_t block_step4(float32x4_t acc, int32x4_t isum, float32x4_t dw, float da) {
     return vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(dw, da));
-}
-
-void dot4_q8_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        const int8x16_t ql = vld1q_s8(a.q + kQK * i), qh = vld1q_s8(a.q + kQK * i + 16);
-        int32x4_t s[4];
-        for (int r = 0; r < 4; ++r) {
-            const int8_t* x = reinterpret_cast<const BlockQ8_0*>(rows[r])[i].qs;
-            s[r] = dot16(dot16(vdupq_n_s32(0), vld1q_s8(x), ql), vld1q_s8(x + 16), qh);
-        }
-        acc = block_step4(acc, hsum4_s32(s[0], s[1], s[2], s[3]), scales4<BlockQ8_0>(rows, i), a.d[i]);
-    }
-    vst1q_f32(out, acc);
-}
-
-// Q4_0 / Q5_0 as unsigned 0..15 / 0..31 times the activations, minus 8 / 16 times their sum.
-void dot4_q4_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        const int8x16_t ql = vld1q_s8(a.q + kQK * i), qh = vld1q_s8(a.q + kQK * i + 16);
-        int32x4_t s[4];
-        for (int r = 0; r < 4; ++r) {
-            const uint8x16_t raw = vld1q_u8(reinterpret_cast<const BlockQ4_0*>(rows[r])[i].qs);
-            s[r] = dot16(dot16(vdupq_n_s32(0), lo_nib(raw), ql), hi_nib(raw), qh);
-        }
-        const int32x4_t isum = vsubq_s32(hsum4_s32(s[0], s[1], s[2], s[3]), vdupq_n_s32(8 * a.s[i]));
-        acc = block_step4(acc, isum, scales4<BlockQ4_0>(rows, i), a.d[i]);
-    }
-    vst1q_f32(out, acc);
 }
 
 // Q5_0's fifth bits as 0x10 per byte: elements 0..15 and 16..31.
@@ -136,22 +94,154 @@ inline void q5_high_bits(const BlockQ5_0& b, int8x16_t* h0, int8x16_t* h1) {
     *h1 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b23, bit), vdupq_n_u8(0x10)));
 }
 
-void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        const int8x16_t ql = vld1q_s8(a.q + kQK * i), qh = vld1q_s8(a.q + kQK * i + 16);
-        int32x4_t s[4];
+// ---- 32-element blocks (Q8_0, Q4_0, Q5_0): four weight rows (lanes) x NB activation rows at once.
+// Each 4-row block is decoded to int8 once and used by all NB activation rows, so a prompt's batch
+// pays for the unpacking (nibbles, Q5_0's fifth bits) once per block instead of once per token.
+// Every (row, activation row) output still runs the canonical chain of kernel_table.h on its own
+// lane, so NB and the tiling change no bit. Q4_0 / Q5_0 are decoded unsigned (0..15 / 0..31); the
+// -8 / -16 offset enters each block's integer sum as -8 * s_a / -16 * s_a (exact).
+struct Dec32 {
+    int8x16_t w[4][2];  // row r: elements 0..15, 16..31
+    float32x4_t d;      // the rows' scales
+};
+
+template <class B>
+inline float32x4_t block_scales4(const B* const b[4]) {
+    uint16x4_t h = vdup_n_u16(0);
+    h = vld1_lane_u16(&b[0]->d, h, 0);
+    h = vld1_lane_u16(&b[1]->d, h, 1);
+    h = vld1_lane_u16(&b[2]->d, h, 2);
+    h = vld1_lane_u16(&b[3]->d, h, 3);
+    return vcvt_f32_f16(vreinterpret_f16_u16(h));
+}
+
+struct Q8_0Rows {
+    using Block = BlockQ8_0;
+    static constexpr int kOffset = 0;
+    static void decode(const Block* const b[4], Dec32* o) {
         for (int r = 0; r < 4; ++r) {
-            const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(rows[r])[i];
-            int8x16_t h0, h1;
-            q5_high_bits(b, &h0, &h1);
-            const uint8x16_t raw = vld1q_u8(b.qs);
-            s[r] = dot16(dot16(vdupq_n_s32(0), vorrq_s8(lo_nib(raw), h0), ql), vorrq_s8(hi_nib(raw), h1), qh);
+            o->w[r][0] = vld1q_s8(b[r]->qs);
+            o->w[r][1] = vld1q_s8(b[r]->qs + 16);
         }
-        const int32x4_t isum = vsubq_s32(hsum4_s32(s[0], s[1], s[2], s[3]), vdupq_n_s32(16 * a.s[i]));
-        acc = block_step4(acc, isum, scales4<BlockQ5_0>(rows, i), a.d[i]);
+        o->d = block_scales4(b);
     }
-    vst1q_f32(out, acc);
+};
+
+struct Q4_0Rows {
+    using Block = BlockQ4_0;
+    static constexpr int kOffset = 8;
+    static void decode(const Block* const b[4], Dec32* o) {
+        for (int r = 0; r < 4; ++r) {
+            const uint8x16_t raw = vld1q_u8(b[r]->qs);
+            o->w[r][0] = lo_nib(raw);
+            o->w[r][1] = hi_nib(raw);
+        }
+        o->d = block_scales4(b);
+    }
+};
+
+// The fifth bits of four rows come in one vector (row r's 32 bits in lane r); one table lookup per
+// 16 elements spreads a row's bytes over them, a per-byte shift moves bit j to bit 4, and a bit
+// insert puts it above the nibble: three instructions per 16 weights.
+struct Q5_0Rows {
+    using Block = BlockQ5_0;
+    static constexpr int kOffset = 16;
+    static void decode(const Block* const b[4], Dec32* o) {
+        uint32x4_t qh = vdupq_n_u32(0);
+        uint32_t w;
+        __builtin_memcpy(&w, b[0]->qh, 4); qh = vsetq_lane_u32(w, qh, 0);
+        __builtin_memcpy(&w, b[1]->qh, 4); qh = vsetq_lane_u32(w, qh, 1);
+        __builtin_memcpy(&w, b[2]->qh, 4); qh = vsetq_lane_u32(w, qh, 2);
+        __builtin_memcpy(&w, b[3]->qh, 4); qh = vsetq_lane_u32(w, qh, 3);
+        const uint8x16_t bytes = vreinterpretq_u8_u32(qh);
+        const int8x16_t shift = {4, 3, 2, 1, 0, -1, -2, -3, 4, 3, 2, 1, 0, -1, -2, -3};
+        const uint8x16_t bit4 = vdupq_n_u8(0x10);
+        const uint8x16_t pair = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+        for (int r = 0; r < 4; ++r) {
+            const uint8x16_t raw = vld1q_u8(b[r]->qs);
+            const uint8x16_t idx0 = vaddq_u8(pair, vdupq_n_u8(uint8_t(4 * r)));
+            const uint8x16_t idx1 = vaddq_u8(pair, vdupq_n_u8(uint8_t(4 * r + 2)));
+            const uint8x16_t h0 = vshlq_u8(vqtbl1q_u8(bytes, idx0), shift);
+            const uint8x16_t h1 = vshlq_u8(vqtbl1q_u8(bytes, idx1), shift);
+            o->w[r][0] = vreinterpretq_s8_u8(vbslq_u8(bit4, h0, vandq_u8(raw, vdupq_n_u8(0x0F))));
+            o->w[r][1] = vreinterpretq_s8_u8(vbslq_u8(bit4, h1, vshrq_n_u8(raw, 4)));
+        }
+        o->d = block_scales4(b);
+    }
+};
+
+// Rows rows[0..3] x activation rows a[0..NB-1]: out[k] lane r = y(row r, activation row k).
+template <class L, int NB>
+inline void tile32(const uint8_t* const rows[4], const ActRow* const a[NB], int64_t n, float32x4_t out[NB]) {
+    using B = typename L::Block;
+    const B* b[4] = {reinterpret_cast<const B*>(rows[0]), reinterpret_cast<const B*>(rows[1]),
+                     reinterpret_cast<const B*>(rows[2]), reinterpret_cast<const B*>(rows[3])};
+    float32x4_t acc[NB];
+    for (int k = 0; k < NB; ++k) acc[k] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        Dec32 dec;
+        L::decode(b, &dec);
+        for (int r = 0; r < 4; ++r) ++b[r];
+        for (int k = 0; k < NB; ++k) {
+            const int8_t* q = a[k]->q + kQK * i;
+            const int8x16_t ql = vld1q_s8(q), qh = vld1q_s8(q + 16);
+            const int32x4_t start = vdupq_n_s32(L::kOffset ? -L::kOffset * a[k]->s[i] : 0);
+            int32x4_t s[4];
+            for (int r = 0; r < 4; ++r) s[r] = dot16(dot16(vdupq_n_s32(0), dec.w[r][0], ql), dec.w[r][1], qh);
+            // The offset is added after the exact integer sums, so lane r = isum_r - off * s_a.
+            const int32x4_t isum = vaddq_s32(hsum4_s32(s[0], s[1], s[2], s[3]), start);
+            acc[k] = block_step4(acc[k], isum, dec.d, a[k]->d[i]);
+        }
+    }
+    for (int k = 0; k < NB; ++k) out[k] = acc[k];
+}
+
+template <class L>
+void dot4_32(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
+    const ActRow* ap[1] = {&a};
+    float32x4_t o[1];
+    tile32<L, 1>(rows, ap, n, o);
+    vst1q_f32(out, o[0]);
+}
+
+[[maybe_unused]] void dot4_q8_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) { dot4_32<Q8_0Rows>(rows, a, n, out); }
+[[maybe_unused]] void dot4_q4_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) { dot4_32<Q4_0Rows>(rows, a, n, out); }
+[[maybe_unused]] void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) { dot4_32<Q5_0Rows>(rows, a, n, out); }
+
+template <class L, int NB>
+inline void tile32_store(const uint8_t* const rows[4], const ActRow* const a[NB], int64_t n, float* y, int64_t ys,
+                         int64_t r, int64_t r1, int64_t b) {
+    float32x4_t o[NB];
+    tile32<L, NB>(rows, a, n, o);
+    for (int k = 0; k < NB; ++k) {
+        float v[4];
+        vst1q_f32(v, o[k]);
+        for (int i = 0; i < 4 && r + i < r1; ++i) y[(b + k) * ys + r + i] = v[i];
+    }
+}
+
+// Groups of four rows (a leftover row passed again: lanes are independent) against the activation
+// rows in fours, then the last 1-3.
+template <class L>
+void matmul_32(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    const size_t rb = row_bytes(w.type, w.n_cols);
+    const int64_t nb = act.batch(), n = w.n_cols;
+    std::vector<ActRow> rows_a(static_cast<size_t>(nb));  // once per call, not per row group
+    for (int64_t b = 0; b < nb; ++b) rows_a[size_t(b)] = act.row(b);
+    for (int64_t r = r0; r < r1; r += 4) {
+        const uint8_t* rows[4];
+        for (int i = 0; i < 4; ++i) rows[i] = w.data + (r + i < r1 ? r + i : r1 - 1) * rb;
+        if (r + 8 <= r1) prefetch_bytes(rows[0] + 4 * rb, 4 * rb);
+        int64_t b = 0;
+        for (; b + 4 <= nb; b += 4) {
+            const ActRow* ap[4] = {&rows_a[size_t(b)], &rows_a[size_t(b + 1)], &rows_a[size_t(b + 2)], &rows_a[size_t(b + 3)]};
+            tile32_store<L, 4>(rows, ap, n, y, ys, r, r1, b);
+        }
+        for (; b < nb; ++b) {
+            const ActRow* ap[1] = {&rows_a[size_t(b)]};
+            tile32_store<L, 1>(rows, ap, n, y, ys, r, r1, b);
+        }
+    }
 }
 
 // K-quants: one row, the super-block's integer sums reduced exactly, then its float steps.
@@ -320,9 +410,9 @@ void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
 void fill_all(KernelSet* ks) {
     ks->mm[kF32] = matmul_rows<dot_f32>;
     ks->mm[kF16] = matmul_rows<dot_f16>;
-    ks->mm[kQ4_0] = matmul_rows4<dot4_q4_0>;
-    ks->mm[kQ5_0] = matmul_rows4<dot4_q5_0>;
-    ks->mm[kQ8_0] = matmul_rows4<dot4_q8_0>;
+    ks->mm[kQ4_0] = matmul_32<Q4_0Rows>;
+    ks->mm[kQ5_0] = matmul_32<Q5_0Rows>;
+    ks->mm[kQ8_0] = matmul_32<Q8_0Rows>;
     ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
     ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;

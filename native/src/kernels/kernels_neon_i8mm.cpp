@@ -16,6 +16,7 @@ namespace {
 
 // Block i of a 32-element type as int8 elements 0..15, 16..31 and its scale.
 struct LoadQ8_0 {
+    using Rows = Q8_0Rows;
     static void load(const uint8_t* row, int64_t i, int8x16_t* v0, int8x16_t* v1, float* d) {
         const auto& b = reinterpret_cast<const BlockQ8_0*>(row)[i];
         *v0 = vld1q_s8(b.qs);
@@ -28,6 +29,7 @@ struct LoadQ8_0 {
 };
 
 struct LoadQ4_0 {
+    using Rows = Q4_0Rows;
     static void load(const uint8_t* row, int64_t i, int8x16_t* v0, int8x16_t* v1, float* d) {
         const auto& b = reinterpret_cast<const BlockQ4_0*>(row)[i];
         const uint8x16_t raw = vld1q_u8(b.qs);
@@ -41,6 +43,7 @@ struct LoadQ4_0 {
 };
 
 struct LoadQ5_0 {
+    using Rows = Q5_0Rows;
     static void load(const uint8_t* row, int64_t i, int8x16_t* v0, int8x16_t* v1, float* d) {
         const auto& b = reinterpret_cast<const BlockQ5_0*>(row)[i];
         int8x16_t h0, h1;
@@ -99,7 +102,7 @@ template <class L>
 void matmul_block32(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0,
                     int64_t r1) {
     const int64_t nb = act.batch(), n = w.n_cols;
-    if (nb < 2) return matmul_rows4<L::dot4>(w, act, y, ys, r0, r1);
+    if (nb < 2) return matmul_32<typename L::Rows>(w, act, y, ys, r0, r1);
     const int64_t nb2 = nb - nb % 2, r2 = r0 + (r1 - r0) / 2 * 2;
     const size_t rb = row_bytes(w.type, n);
     for (int64_t r = r0; r < r2; r += 2) {
