@@ -83,17 +83,6 @@ inline float32x4_t block_step4(float32x4_t acc, int32x4_t isum, float32x4_t dw, 
     return vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(dw, da));
 }
 
-// Q5_0's fifth bits as 0x10 per byte: elements 0..15 and 16..31.
-inline void q5_high_bits(const BlockQ5_0& b, int8x16_t* h0, int8x16_t* h1) {
-    const uint8x16_t bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    uint32_t qh;
-    __builtin_memcpy(&qh, b.qh, 4);
-    const uint8x16_t b01 = vcombine_u8(vdup_n_u8(qh & 0xFF), vdup_n_u8((qh >> 8) & 0xFF));
-    const uint8x16_t b23 = vcombine_u8(vdup_n_u8((qh >> 16) & 0xFF), vdup_n_u8(qh >> 24));
-    *h0 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b01, bit), vdupq_n_u8(0x10)));
-    *h1 = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(b23, bit), vdupq_n_u8(0x10)));
-}
-
 // ---- 32-element blocks (Q8_0, Q4_0, Q5_0): four weight rows (lanes) x NB activation rows at once.
 // Each 4-row block is decoded to int8 once and used by all NB activation rows, so a prompt's batch
 // pays for the unpacking (nibbles, Q5_0's fifth bits) once per block instead of once per token.
@@ -206,7 +195,6 @@ void dot4_32(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out
 
 [[maybe_unused]] void dot4_q8_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) { dot4_32<Q8_0Rows>(rows, a, n, out); }
 [[maybe_unused]] void dot4_q4_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) { dot4_32<Q4_0Rows>(rows, a, n, out); }
-[[maybe_unused]] void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) { dot4_32<Q5_0Rows>(rows, a, n, out); }
 
 template <class L, int NB>
 inline void tile32_store(const uint8_t* const rows[4], const ActRow* const a[NB], int64_t n, float* y, int64_t ys,

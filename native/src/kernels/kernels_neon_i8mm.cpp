@@ -1,6 +1,6 @@
 // NEON kernels with the int8 matrix-multiply extension (vmmlaq_s32: a 2x8 by 8x2 int8 product
 // per instruction; Cortex-A510/A710/X2 and newer). They pay off when several activation rows
-// share each weight load, i.e. prompt prefill: 2 weight rows x 2 batch rows for Q8_0/Q4_0/Q5_0,
+// share each weight load, i.e. prompt prefill: 2 weight rows x 2 batch rows for Q8_0/Q4_0,
 // a whole 4-row HM_Q4 tile x 2 batch rows. Batch 1 (decode) and the other types use the
 // dotprod kernels, compiled into this file too. Compiled with -march=armv8.2-a+dotprod+i8mm
 // and only called when HWCAP2_I8MM is reported.
@@ -39,22 +39,6 @@ struct LoadQ4_0 {
     }
     static void dot4(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
         dot4_q4_0(rows, a, n, out);
-    }
-};
-
-struct LoadQ5_0 {
-    using Rows = Q5_0Rows;
-    static void load(const uint8_t* row, int64_t i, int8x16_t* v0, int8x16_t* v1, float* d) {
-        const auto& b = reinterpret_cast<const BlockQ5_0*>(row)[i];
-        int8x16_t h0, h1;
-        q5_high_bits(b, &h0, &h1);
-        const uint8x16_t raw = vld1q_u8(b.qs);
-        *v0 = vsubq_s8(vorrq_s8(lo_nib(raw), h0), vdupq_n_s8(16));
-        *v1 = vsubq_s8(vorrq_s8(hi_nib(raw), h1), vdupq_n_s8(16));
-        *d = h2f(b.d);
-    }
-    static void dot4(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
-        dot4_q5_0(rows, a, n, out);
     }
 };
 
@@ -195,7 +179,9 @@ void fill_neon_i8mm(KernelSet* ks) {
     fill_all(ks);
     ks->mm[kQ8_0] = matmul_block32<LoadQ8_0>;
     ks->mm[kQ4_0] = matmul_block32<LoadQ4_0>;
-    ks->mm[kQ5_0] = matmul_block32<LoadQ5_0>;
+    // Q5_0 keeps the dotprod 4-row x 4-token tile: its unpacking, done once per block for four
+    // tokens there, costs more than SMMLA saves over two (Gemma 3 270M prefill on `max`: 41.9 M
+    // instructions per token in Q5_0 matmuls with SMMLA 2x2, 22.5 M with the tile; bench --count).
     ks->mm[kHm32] = matmul_hm<32>;
     ks->mm[kHm64] = matmul_hm<64>;
     ks->mm[kHm128] = matmul_hm<128>;
