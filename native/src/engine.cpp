@@ -236,6 +236,22 @@ void attend_group(const KvCache& kv, int layer, int kv_off, int start, int p, in
         for (int i = 0; i < hd; ++i) qt[size_t(i) * gs + h] = qg[size_t(h) * hd + i];
     for (int j = start; j <= p; ++j) {
         kv.head_values(KvCache::Which::K, layer, j, kv_off, vals, scales);
+        if constexpr (G > 0) {
+            // The sums in local arrays of G floats: the compiler keeps them in one vector register
+            // (sums in the heap scratch may alias qt, which kept every step scalar).
+            float acc_g[G] = {};
+            for (int b = 0; b < nblk; ++b) {
+                float part_g[G] = {};
+                for (int i = b * blk; i < (b + 1) * blk; ++i) {
+                    const float v = vals[i];
+                    const float* q = &qt[size_t(i) * G];
+                    for (int h = 0; h < G; ++h) part_g[h] += q[h] * v;
+                }
+                for (int h = 0; h < G; ++h) acc_g[h] += part_g[h] * scales[b];
+            }
+            for (int h = 0; h < G; ++h) scores[size_t(h) * len + (j - start)] = acc_g[h];
+            continue;
+        }
         for (int h = 0; h < gs; ++h) acc[h] = 0.0f;
         for (int b = 0; b < nblk; ++b) {
             for (int h = 0; h < gs; ++h) part[h] = 0.0f;
@@ -263,6 +279,18 @@ void attend_group(const KvCache& kv, int layer, int kv_off, int start, int p, in
     }
     for (int j = start; j <= p; ++j) {
         kv.head_values(KvCache::Which::V, layer, j, kv_off, vals, scales);
+        if constexpr (G > 0) {
+            for (int b = 0; b < nblk; ++b) {
+                float part_g[G];
+                for (int h = 0; h < G; ++h) part_g[h] = scores[size_t(h) * len + (j - start)] * scales[b];
+                for (int i = b * blk; i < (b + 1) * blk; ++i) {
+                    const float v = vals[i];
+                    float* o = &ot[size_t(i) * G];
+                    for (int h = 0; h < G; ++h) o[h] += part_g[h] * v;
+                }
+            }
+            continue;
+        }
         for (int b = 0; b < nblk; ++b) {
             for (int h = 0; h < gs; ++h) part[h] = scores[size_t(h) * len + (j - start)] * scales[b];
             for (int i = b * blk; i < (b + 1) * blk; ++i) {
@@ -299,6 +327,7 @@ void Engine::attention(int layer, int n, int pos, const float* q, float* out) {
         switch (gs) {
             case 1: attend_group<1>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
             case 2: attend_group<2>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
+            case 3: attend_group<3>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
             case 4: attend_group<4>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
             case 8: attend_group<8>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
             default: attend_group<0>(kv_, layer, g * hd, start, p, gs, hd, q + at, out + at); break;
