@@ -232,7 +232,8 @@ void matmul_32(const MatView& w, const Activations& act, float* y, int64_t ys, i
     }
 }
 
-// K-quants: one row, the super-block's integer sums reduced exactly, then its float steps.
+// K-quants, one activation row (decode): the super-block's integer sums reduced exactly, then its
+// float steps, straight from the weights (unpacking into Q4KUnpacked first spills registers).
 float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
     constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
@@ -312,6 +313,161 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
         acc = fma1(static_cast<float>(total), h2f(b[i].d) * a.d[i], acc);
     }
     return acc;
+}
+
+// ---- K-quants: one weight row x NB activation rows. A super-block's scales and quants are
+// unpacked once and used by every activation row of the tile; each (row, activation row) output
+// keeps its own float accumulator and does the super-block's canonical float steps.
+
+// Q4_K: the 6-bit scales in bytes 0..7 and the mins in bytes 8..15 of sc (the bit layout of
+// q4k_scale_min, four sub-blocks per 32-bit word), and the 256 quants as 16 vectors of nibbles,
+// w[2c] / w[2c+1] holding sub-block 2c (elements 0..31 of chunk c) and w[8+..] sub-block 2c+1.
+struct Q4KUnpacked {
+    uint8_t sc[16];
+    int8x16_t w[16];
+    float d, dmin;
+};
+
+inline void unpack_q4_k(const BlockQ4_K& b, Q4KUnpacked* u) {
+    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t v[4];
+    __builtin_memcpy(v, b.scales, 12);
+    v[3] = ((v[2] >> 4) & k2) | (((v[1] >> 6) & k3) << 4);
+    const uint32_t mins_lo = v[1] & k1;
+    v[1] = (v[2] & k2) | (((v[0] >> 6) & k3) << 4);
+    v[2] = mins_lo;
+    v[0] &= k1;
+    __builtin_memcpy(u->sc, v, 16);
+    for (int c = 0; c < 4; ++c) {
+        const uint8x16_t r0 = vld1q_u8(b.qs + 32 * c), r1 = vld1q_u8(b.qs + 32 * c + 16);
+        u->w[4 * c] = lo_nib(r0);
+        u->w[4 * c + 1] = lo_nib(r1);
+        u->w[4 * c + 2] = hi_nib(r0);
+        u->w[4 * c + 3] = hi_nib(r1);
+    }
+    u->d = h2f(b.d);
+    u->dmin = h2f(b.dmin);
+}
+
+inline float step_q4_k(const Q4KUnpacked& u, const ActRow& a, int64_t i, float acc) {
+    const int8_t* q = a.q + kQKK * i;
+    const int16_t* bs = a.s + 16 * i;
+    // Mins times the activation sums of their 32 elements (two 16-sums each).
+    const int16x8_t asum = vpaddq_s16(vld1q_s16(bs), vld1q_s16(bs + 8));
+    const int16x8_t mn = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(u.sc + 8)));
+    const int msum = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(mn), vget_low_s16(asum)), mn, asum));
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int c = 0; c < 4; ++c) {
+        const int8_t* qc = q + 64 * c;
+        int32x4_t slo = dot16(vdupq_n_s32(0), u.w[4 * c], vld1q_s8(qc));
+        slo = dot16(slo, u.w[4 * c + 1], vld1q_s8(qc + 16));
+        int32x4_t shi = dot16(vdupq_n_s32(0), u.w[4 * c + 2], vld1q_s8(qc + 32));
+        shi = dot16(shi, u.w[4 * c + 3], vld1q_s8(qc + 48));
+        isum = vmlaq_n_s32(isum, slo, u.sc[2 * c]);
+        isum = vmlaq_n_s32(isum, shi, u.sc[2 * c + 1]);
+    }
+    const float da = a.d[i];
+    acc = fma1(static_cast<float>(vaddvq_s32(isum)), u.d * da, acc);
+    return fma1(static_cast<float>(msum), -(u.dmin * da), acc);
+}
+
+// Q6_K: the 256 values as 16 vectors of 0..63, v[4(2h + t) + k] = elements 128h + 32k + 16t ..+15
+// (sub-block 8h + 2k + t), and the 16 scales.
+struct Q6KUnpacked {
+    int8x16_t v[16];
+    int8x16_t sc;
+    float d;
+};
+
+inline void unpack_q6_k(const BlockQ6_K& b, Q6KUnpacked* u) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m2 = vdupq_n_u8(0x03);
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = b.ql + 64 * h;
+        const uint8_t* qh = b.qh + 32 * h;
+        for (int t = 0; t < 2; ++t) {
+            const uint8x16_t l0 = vld1q_u8(ql + 16 * t), l1 = vld1q_u8(ql + 32 + 16 * t);
+            const uint8x16_t hb = vld1q_u8(qh + 16 * t);
+            int8x16_t* v = u->v + 4 * (2 * h + t);
+            v[0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hb, m2), 4)));
+            v[1] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), m2), 4)));
+            v[2] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), m2), 4)));
+            v[3] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4)));
+        }
+    }
+    u->sc = vld1q_s8(b.scales);
+    u->d = h2f(b.d);
+}
+
+inline float step_q6_k(const Q6KUnpacked& u, const ActRow& a, int64_t i, float acc) {
+    alignas(16) int8_t sc[16];
+    vst1q_s8(sc, u.sc);
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int h = 0; h < 2; ++h) {
+        const int8_t* q = a.q + kQKK * i + 128 * h;
+        for (int t = 0; t < 2; ++t)
+            for (int k = 0; k < 4; ++k) {  // elements 32k + 16t .. +15: sub-block 2k + t
+                const int32x4_t d = dot16(vdupq_n_s32(0), u.v[4 * (2 * h + t) + k], vld1q_s8(q + 32 * k + 16 * t));
+                isum = vmlaq_n_s32(isum, d, sc[8 * h + 2 * k + t]);
+            }
+    }
+    // q - 32: the offset times each sub-block's activation sum, in integers (lanes wrap freely;
+    // their total is exact).
+    const int16_t* bs = a.s + 16 * i;
+    const int16x8_t s0 = vmovl_s8(vget_low_s8(u.sc)), s1 = vmovl_high_s8(u.sc);
+    const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
+    int32x4_t bias = vmull_s16(vget_low_s16(s0), vget_low_s16(a0));
+    bias = vmlal_high_s16(bias, s0, a0);
+    bias = vmlal_s16(bias, vget_low_s16(s1), vget_low_s16(a1));
+    bias = vmlal_high_s16(bias, s1, a1);
+    const int total = vaddvq_s32(vsubq_s32(isum, vshlq_n_s32(bias, 5)));
+    return fma1(static_cast<float>(total), u.d * a.d[i], acc);
+}
+
+struct Q4KRow {
+    static constexpr RowDot dot = dot_q4_k;
+    using Block = BlockQ4_K;
+    using Unpacked = Q4KUnpacked;
+    static void unpack(const Block& b, Unpacked* u) { unpack_q4_k(b, u); }
+    static float step(const Unpacked& u, const ActRow& a, int64_t i, float acc) { return step_q4_k(u, a, i, acc); }
+};
+struct Q6KRow {
+    static constexpr RowDot dot = dot_q6_k;
+    using Block = BlockQ6_K;
+    using Unpacked = Q6KUnpacked;
+    static void unpack(const Block& b, Unpacked* u) { unpack_q6_k(b, u); }
+    static float step(const Unpacked& u, const ActRow& a, int64_t i, float acc) { return step_q6_k(u, a, i, acc); }
+};
+
+// One row against activation rows a[0..nb-1] (nb <= 4), super-block by super-block.
+template <class K>
+inline void row_k(const uint8_t* w, const ActRow* a, int nb, int64_t n, float* out) {
+    const auto* b = reinterpret_cast<const typename K::Block*>(w);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        typename K::Unpacked u;
+        K::unpack(b[i], &u);
+        for (int k = 0; k < nb; ++k) acc[k] = K::step(u, a[k], i, acc[k]);
+    }
+    for (int k = 0; k < nb; ++k) out[k] = acc[k];
+}
+
+template <class K>
+void matmul_k(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    const int64_t nb = act.batch();
+    if (nb == 1) return matmul_rows<K::dot>(w, act, y, ys, r0, r1);
+    const size_t rb = row_bytes(w.type, w.n_cols);
+    std::vector<ActRow> rows_a(static_cast<size_t>(nb));  // once per call, not per row
+    for (int64_t b = 0; b < nb; ++b) rows_a[size_t(b)] = act.row(b);
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* row = w.data + r * rb;
+        if (r + 2 < r1) prefetch_bytes(row + 2 * rb, rb);
+        for (int64_t b = 0; b < nb; b += 4) {
+            const int k = static_cast<int>(nb - b < 4 ? nb - b : 4);
+            float o[4];
+            row_k<K>(row, &rows_a[size_t(b)], k, w.n_cols, o);
+            for (int j = 0; j < k; ++j) y[(b + j) * ys + r] = o[j];
+        }
+    }
 }
 
 // One 32-column chunk of an HM_Q4 tile-group (64 bytes at p) against 32 activations: start + the
@@ -401,8 +557,8 @@ void fill_all(KernelSet* ks) {
     ks->mm[kQ4_0] = matmul_32<Q4_0Rows>;
     ks->mm[kQ5_0] = matmul_32<Q5_0Rows>;
     ks->mm[kQ8_0] = matmul_32<Q8_0Rows>;
-    ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
-    ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
+    ks->mm[kQ4_K] = matmul_k<Q4KRow>;
+    ks->mm[kQ6_K] = matmul_k<Q6KRow>;
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
     ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
