@@ -167,6 +167,28 @@ inline void tile32(const uint8_t* const rows[4], const ActRow* const a[NB], int6
                      reinterpret_cast<const B*>(rows[2]), reinterpret_cast<const B*>(rows[3])};
     float32x4_t acc[NB];
     for (int k = 0; k < NB; ++k) acc[k] = vdupq_n_f32(0);
+    if constexpr (NB == 1) {
+        // One activation row (decode): the dots run on without being zeroed per block, and a block's
+        // integer sums are the running totals minus the previous ones (exact modulo 2^32, so exact).
+        int32x4_t run[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+        int32x4_t prev = vdupq_n_s32(0);
+        const ActRow& a0 = *a[0];
+        for (int64_t i = 0; i < n / kQK; ++i) {
+            Dec32 dec;
+            L::decode(b, &dec);
+            for (int r = 0; r < 4; ++r) ++b[r];
+            const int8_t* q = a0.q + kQK * i;
+            const int8x16_t ql = vld1q_s8(q), qh = vld1q_s8(q + 16);
+            for (int r = 0; r < 4; ++r) run[r] = dot16(dot16(run[r], dec.w[r][0], ql), dec.w[r][1], qh);
+            const int32x4_t total = hsum4_s32(run[0], run[1], run[2], run[3]);
+            int32x4_t isum = vsubq_s32(total, prev);
+            prev = total;
+            if (L::kOffset) isum = vaddq_s32(isum, vdupq_n_s32(-L::kOffset * a0.s[i]));
+            acc[0] = block_step4(acc[0], isum, dec.d, a0.d[i]);
+        }
+        out[0] = acc[0];
+        return;
+    }
     for (int64_t i = 0; i < n / kQK; ++i) {
         Dec32 dec;
         L::decode(b, &dec);
