@@ -14,6 +14,7 @@ tokens give the same figures, which is what lets CI guard them (`--baseline`).
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -109,8 +110,6 @@ def hmllm_tool(build: BuildResult) -> Path:
 
 def prompt_ids(runner: tuple[str, ...], tool: Path, model: Path, n: int) -> list[int]:
     """BOS and the ids of PROMPT_TEXT, cycled to n tokens (tokenized by hmllm_run on the target)."""
-    import subprocess
-
     proc = subprocess.run([*runner, str(tool), "--model", str(model), "--prompt", PROMPT_TEXT, "--max-tokens", "1",
                            "--ctx", "512", "--json"], capture_output=True, text=True, errors="replace")
     try:
