@@ -4,6 +4,8 @@
 // the linker could otherwise keep an AVX2-compiled copy of them for the whole program).
 #include <immintrin.h>
 
+#include <cstddef>
+
 #include "kernel_table.h"
 
 namespace hmllm {
@@ -150,6 +152,170 @@ void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float o
     _mm_storeu_ps(out, acc);
 }
 
+// ---- 32-element blocks x a batch of activation rows (prefill). Eight weight rows are decoded to
+// int8 once per block and then used by every activation row of the batch, so a prompt pays for
+// the unpacking (nibbles, Q5_0's fifth bits, the transposition below) once per block instead of
+// once per token. After decoding, w[c] (c = 0..7) holds in 32-bit lane j weight row j's elements
+// 4c..4c+3 (an 8 x 8 transposition of the rows' dwords); the activations' bytes 4c..4c+3,
+// broadcast to all lanes (a plain vpbroadcastd load), then give lane j = row j's partial dot after
+// maddubs: the eight rows' integer sums come out in eight lanes with no horizontal reduction, and
+// acc_j = fma((float)isum_j, d_wj * d_a, acc_j) is one 8-lane fma per activation row and block,
+// the canonical chain of kernel_table.h on every lane (batch size and tiling change no bit).
+// Q4_0 / Q5_0 are decoded unsigned (0..15 / 0..31); -8 * s_a / -16 * s_a enters the exact
+// integer sum. maddubs pairs stay below 2^15: 2 * 15 * 127 (eight int16 sums are added before
+// madd), 2 * 31 * 127 (four), 2 * 128 * 127 for Q8_0 (each madd'ed alone).
+struct Dec8 {
+    __m256i w[8];  // the unsigned maddubs operand: Q4_0 / Q5_0 quants, Q8_0 magnitudes
+    __m256i s[8];  // Q8_0 only: the signed weights (their signs move onto the activations)
+    __m256 d;      // the rows' scales
+};
+
+inline void transpose8x8_i32(__m256i v[8]) {
+    __m256i t[8], u[8];
+    for (int k = 0; k < 4; ++k) {
+        t[2 * k] = _mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]);      // rows 2k, 2k+1: dwords 0, 1 | 4, 5
+        t[2 * k + 1] = _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]);  // dwords 2, 3 | 6, 7
+    }
+    for (int h = 0; h < 2; ++h) {  // rows 4h .. 4h+3
+        u[4 * h + 0] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);      // column 0 | 4
+        u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);      // column 1 | 5
+        u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);  // column 2 | 6
+        u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);  // column 3 | 7
+    }
+    for (int c = 0; c < 4; ++c) {
+        v[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+        v[c + 4] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
+    }
+}
+
+// The fp16 at byte `off` of each of eight blocks, as floats (lane r = block r).
+template <class B>
+inline __m256 fp16x8(const B* const b[8], size_t off) {
+    const auto h = [&](int r) { return static_cast<uint64_t>(ld16(reinterpret_cast<const uint8_t*>(b[r]) + off)); };
+    const uint64_t lo = h(0) | h(1) << 16 | h(2) << 32 | h(3) << 48;
+    const uint64_t hi = h(4) | h(5) << 16 | h(6) << 32 | h(7) << 48;
+    return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
+}
+
+inline __m256i bcast4(const void* p) {
+    int32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// off * s_a in every int32 lane, from the activation block's int16 sum at s: a broadcast load and
+// one madd against (off, 0) pairs (a scalar multiply, move and broadcast took three more uops).
+inline __m256i offset(const int16_t* s, int off) {
+    return _mm256_madd_epi16(_mm256_set1_epi16(*s), _mm256_set1_epi32(off & 0xFFFF));
+}
+
+struct Q8_0x8 {
+    using Block = BlockQ8_0;
+    static void decode(const Block* const b[8], Dec8* o) {
+        for (int r = 0; r < 8; ++r) o->s[r] = loadu(b[r]->qs);
+        transpose8x8_i32(o->s);
+        for (int c = 0; c < 8; ++c) o->w[c] = _mm256_abs_epi8(o->s[c]);
+        o->d = fp16x8(b, 0);  // d is each block's first field
+    }
+    static __m256i isum(const Dec8& w, const int8_t* q, const int16_t*) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256i acc = _mm256_madd_epi16(_mm256_maddubs_epi16(w.w[0], _mm256_sign_epi8(bcast4(q), w.s[0])), ones);
+        for (int c = 1; c < 8; ++c) {
+            const __m256i p = _mm256_maddubs_epi16(w.w[c], _mm256_sign_epi8(bcast4(q + 4 * c), w.s[c]));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+        }
+        return acc;
+    }
+};
+
+struct Q4_0x8 {
+    using Block = BlockQ4_0;
+    static void decode(const Block* const b[8], Dec8* o) {
+        for (int r = 0; r < 8; ++r) o->w[r] = unpack_nibbles(b[r]->qs);
+        transpose8x8_i32(o->w);
+        o->d = fp16x8(b, 0);  // d is each block's first field
+    }
+    static __m256i isum(const Dec8& w, const int8_t* q, const int16_t* s) {
+        __m256i p = _mm256_maddubs_epi16(w.w[0], bcast4(q));
+        for (int c = 1; c < 8; ++c) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w.w[c], bcast4(q + 4 * c)));
+        return _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), offset(s, -8));
+    }
+};
+
+struct Q5_0x8 {
+    using Block = BlockQ5_0;
+    static void decode(const Block* const b[8], Dec8* o) {
+        const __m256i x10 = _mm256_set1_epi8(0x10);
+        for (int r = 0; r < 8; ++r) {
+            uint32_t qh;
+            __builtin_memcpy(&qh, b[r]->qh, 4);
+            o->w[r] = _mm256_or_si256(unpack_nibbles(b[r]->qs), _mm256_and_si256(bits_to_bytes(qh), x10));
+        }
+        transpose8x8_i32(o->w);
+        o->d = fp16x8(b, 0);  // d is each block's first field
+    }
+    static __m256i isum(const Dec8& w, const int8_t* q, const int16_t* s) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256i p0 = _mm256_maddubs_epi16(w.w[0], bcast4(q));
+        __m256i p1 = _mm256_maddubs_epi16(w.w[4], bcast4(q + 16));
+        for (int c = 1; c < 4; ++c) {
+            p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(w.w[c], bcast4(q + 4 * c)));
+            p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(w.w[c + 4], bcast4(q + 16 + 4 * c)));
+        }
+        const __m256i d = _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones));
+        return _mm256_add_epi32(d, offset(s, -16));
+    }
+};
+
+// Groups of eight rows (a leftover row passed again: lanes are independent) against the batch, up
+// to kChunk activation rows at a time (their accumulators on the stack; no heap allocation here,
+// see the top of the file). Below kMinBatch activation rows (decode) the four-row kernel Dot4,
+// which needs no transposition, is used instead.
+template <class L, Row4Dot Dot4>
+void matmul_32x8(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    using B = typename L::Block;
+    constexpr int kMinBatch = 2, kChunk = 64;
+    const int64_t nb = act.batch();
+    if (nb < kMinBatch) {
+        rows4_range<Dot4>(w, act, y, ys, r0, r1, 0, nb);
+        return;
+    }
+    const size_t rb = row_bytes(w.type, w.n_cols);
+    const int64_t nblk = w.n_cols / kQK;
+    ActRow ar[kChunk];
+    __m256 acc[kChunk];
+    for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+        const int nc = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
+        for (int k = 0; k < nc; ++k) ar[k] = act.row(b0 + k);
+        for (int64_t r = r0; r < r1; r += 8) {
+            const B* b[8];
+            for (int i = 0; i < 8; ++i) b[i] = reinterpret_cast<const B*>(w.data + (r + i < r1 ? r + i : r1 - 1) * rb);
+            if (r + 16 <= r1) prefetch_bytes(w.data + (r + 8) * rb, 8 * rb);
+            for (int k = 0; k < nc; ++k) acc[k] = _mm256_setzero_ps();
+            for (int64_t i = 0; i < nblk; ++i) {
+                Dec8 dec;
+                L::decode(b, &dec);
+                for (int j = 0; j < 8; ++j) ++b[j];
+                for (int k = 0; k < nc; ++k) {
+                    const __m256i isum = L::isum(dec, ar[k].q + kQK * i, ar[k].s + i);
+                    acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dec.d, _mm256_set1_ps(ar[k].d[i])),
+                                             acc[k]);
+                }
+            }
+            for (int k = 0; k < nc; ++k) {
+                float* out = y + (b0 + k) * ys + r;
+                if (r + 8 <= r1) {
+                    _mm256_storeu_ps(out, acc[k]);
+                } else {
+                    float v[8];
+                    _mm256_storeu_ps(v, acc[k]);
+                    for (int i = 0; r + i < r1; ++i) out[i] = v[i];
+                }
+            }
+        }
+    }
+}
+
 // K-quants: one row; the super-block's integer sums are reduced exactly, then its float steps
 // run on lane 0 (_mm_fmadd_ss / _mm_fnmadd_ss: one rounding each, as std::fma).
 inline __m128i hsum2_i32(__m128i a, __m128i b) {  // [sum a, sum b, sum a, sum b]
@@ -252,6 +418,165 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
     return _mm_cvtss_f32(acc);
 }
 
+// ---- K-quants, eight rows x a batch (prefill): the layout of the 32-blocks above, one 32-element
+// chunk of a super-block at a time. Chunk j of the eight rows is unpacked and transposed once and
+// used by every activation row; its integer sums come out in eight lanes (lane r = row r), scaled
+// per lane by madd against the rows' sub-block scales (two equal int16 per lane). The super-block's
+// integer sums are those of dot_q4_k / dot_q6_k (exact in any order), then each (row, activation
+// row) output does the canonical float steps on its own lane.
+struct KScales8 {
+    __m256i sc[16];  // sub-block j's scale, lane r = row r's, as two equal int16
+    __m256i aux[8];  // Q4_K: sub-block j's min, likewise; Q6_K: lane r = row r's scales 2k, 2k+1
+    __m256 d, dmin;
+};
+
+inline __m256i dup_lo16(__m256i v) { return _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(v, 0xA0), 0xA0); }
+inline __m256i dup_hi16(__m256i v) { return _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(v, 0xF5), 0xF5); }
+
+
+struct Q4_Kx8 {
+    using Block = BlockQ4_K;
+    static void scales(const Block* const b[8], KScales8* o) {
+        constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+        __m256i v[8];
+        for (int r = 0; r < 8; ++r) {
+            uint32_t u[4];  // scales in bytes 0..7, mins in 8..15, as in dot_q4_k
+            __builtin_memcpy(u, b[r]->scales, 12);
+            u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+            const uint32_t mins_lo = u[1] & k1;
+            u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+            u[2] = mins_lo;
+            u[0] &= k1;
+            v[r] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u)));
+        }
+        transpose8x8_i32(v);  // v[p], p < 4: scales 2p, 2p+1; p >= 4: mins 2(p-4), 2(p-4)+1
+        for (int p = 0; p < 4; ++p) {
+            o->sc[2 * p] = dup_lo16(v[p]);
+            o->sc[2 * p + 1] = dup_hi16(v[p]);
+            o->aux[2 * p] = dup_lo16(v[4 + p]);
+            o->aux[2 * p + 1] = dup_hi16(v[4 + p]);
+        }
+        o->d = fp16x8(b, 0);
+        o->dmin = fp16x8(b, 2);
+    }
+    // Sub-block j (0..15 / 2 = 0..7 here: the chunks are the 8 sub-blocks of 32).
+    static void quants(const Block* const b[8], int j, __m256i w[8]) {
+        const __m256i m4 = _mm256_set1_epi8(0x0F);
+        for (int r = 0; r < 8; ++r) {
+            const __m256i raw = loadu(b[r]->qs + 32 * (j / 2));
+            w[r] = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+        }
+        transpose8x8_i32(w);
+    }
+    // Eight int16 sums of at most 2 * 15 * 127 each, then one madd with the sub-block's scales.
+    static __m256i chunk(const __m256i w[8], const KScales8& s, int j, const int8_t* q) {
+        __m256i p = _mm256_maddubs_epi16(w[0], bcast4(q));
+        for (int c = 1; c < 8; ++c) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[c], bcast4(q + 4 * c)));
+        return _mm256_madd_epi16(p, s.sc[j]);
+    }
+    // msum = sum_j m_j * (s_a[2j] + s_a[2j+1]); acc = fma(isum, d * d_a, acc), fma(msum, -(dmin * d_a), acc).
+    static __m256 finish(const KScales8& s, const int16_t* as, float da, __m256i isum, __m256 acc) {
+        __m256i m = _mm256_madd_epi16(s.aux[0], bcast4(as));
+        for (int j = 1; j < 8; ++j) m = _mm256_add_epi32(m, _mm256_madd_epi16(s.aux[j], bcast4(as + 2 * j)));
+        const __m256 vda = _mm256_set1_ps(da);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(s.d, vda), acc);
+        return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(s.dmin, vda), acc);
+    }
+};
+
+struct Q6_Kx8 {
+    using Block = BlockQ6_K;
+    static void scales(const Block* const b[8], KScales8* o) {
+        __m256i v[8];
+        for (int r = 0; r < 8; ++r) v[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[r]->scales)));
+        transpose8x8_i32(v);  // v[k]: scales 2k, 2k+1
+        for (int k = 0; k < 8; ++k) {
+            o->aux[k] = v[k];
+            o->sc[2 * k] = dup_lo16(v[k]);
+            o->sc[2 * k + 1] = dup_hi16(v[k]);
+        }
+        o->d = fp16x8(b, offsetof(BlockQ6_K, d));
+    }
+    // Chunk j = 4h + k: elements 128h + 32k .. +31 (sub-blocks 2j, 2j+1), unpacked as dot_q6_k.
+    static void quants(const Block* const b[8], int j, __m256i w[8]) {
+        const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+        const int h = j / 4, k = j % 4;
+        for (int r = 0; r < 8; ++r) {
+            const __m256i l = loadu(b[r]->ql + 64 * h + 32 * (k & 1)), hb = loadu(b[r]->qh + 32 * h);
+            const __m256i lo = _mm256_and_si256(k < 2 ? l : _mm256_srli_epi16(l, 4), m4);
+            const __m256i hi = _mm256_and_si256(k ? _mm256_srli_epi16(hb, 2 * k) : hb, m2);
+            w[r] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+        }
+        transpose8x8_i32(w);
+    }
+    // Products of at most 2 * 63 * 127: two int16 sums per madd.
+    static __m256i chunk(const __m256i w[8], const KScales8& s, int j, const int8_t* q) {
+        __m256i p[4];
+        for (int t = 0; t < 4; ++t)
+            p[t] = _mm256_add_epi16(_mm256_maddubs_epi16(w[2 * t], bcast4(q + 8 * t)),
+                                    _mm256_maddubs_epi16(w[2 * t + 1], bcast4(q + 8 * t + 4)));
+        const __m256i s0 = s.sc[2 * j], s1 = s.sc[2 * j + 1];
+        return _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(p[0], s0), _mm256_madd_epi16(p[1], s0)),
+                                _mm256_add_epi32(_mm256_madd_epi16(p[2], s1), _mm256_madd_epi16(p[3], s1)));
+    }
+    // q - 32: minus 32 times the scales times each sub-block's activation sum; acc = fma(isum, d * d_a, acc).
+    static __m256 finish(const KScales8& s, const int16_t* as, float da, __m256i isum, __m256 acc) {
+        __m256i bias = _mm256_madd_epi16(s.aux[0], bcast4(as));
+        for (int k = 1; k < 8; ++k) bias = _mm256_add_epi32(bias, _mm256_madd_epi16(s.aux[k], bcast4(as + 2 * k)));
+        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(bias, 5));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(s.d, _mm256_set1_ps(da)), acc);
+    }
+};
+
+template <class L, RowDot Dot>
+void matmul_k8(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    using B = typename L::Block;
+    constexpr int kMinBatch = 2, kChunk = 64;
+    const int64_t nb = act.batch();
+    if (nb < kMinBatch) {
+        matmul_rows<Dot>(w, act, y, ys, r0, r1);
+        return;
+    }
+    const size_t rb = row_bytes(w.type, w.n_cols);
+    const int64_t nsb = w.n_cols / kQKK;
+    ActRow ar[kChunk];
+    __m256 acc[kChunk];
+    __m256i isum[kChunk];
+    for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+        const int nc = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
+        for (int k = 0; k < nc; ++k) ar[k] = act.row(b0 + k);
+        for (int64_t r = r0; r < r1; r += 8) {
+            const B* b[8];
+            for (int i = 0; i < 8; ++i) b[i] = reinterpret_cast<const B*>(w.data + (r + i < r1 ? r + i : r1 - 1) * rb);
+            if (r + 16 <= r1) prefetch_bytes(w.data + (r + 8) * rb, 8 * rb);
+            for (int k = 0; k < nc; ++k) acc[k] = _mm256_setzero_ps();
+            for (int64_t i = 0; i < nsb; ++i) {
+                KScales8 ks;
+                L::scales(b, &ks);
+                for (int k = 0; k < nc; ++k) isum[k] = _mm256_setzero_si256();
+                for (int j = 0; j < 8; ++j) {
+                    __m256i wq[8];
+                    L::quants(b, j, wq);
+                    for (int k = 0; k < nc; ++k)
+                        isum[k] = _mm256_add_epi32(isum[k], L::chunk(wq, ks, j, ar[k].q + kQKK * i + 32 * j));
+                }
+                for (int k = 0; k < nc; ++k) acc[k] = L::finish(ks, ar[k].s + 16 * i, ar[k].d[i], isum[k], acc[k]);
+                for (int j = 0; j < 8; ++j) ++b[j];
+            }
+            for (int k = 0; k < nc; ++k) {
+                float* out = y + (b0 + k) * ys + r;
+                if (r + 8 <= r1) {
+                    _mm256_storeu_ps(out, acc[k]);
+                } else {
+                    float v[8];
+                    _mm256_storeu_ps(v, acc[k]);
+                    for (int e = 0; r + e < r1; ++e) out[e] = v[e];
+                }
+            }
+        }
+    }
+}
+
 // HM_Q4 tile: one 32-byte load holds 4 rows x 8 columns of low nibbles and 4 x 8 of high ones.
 // Activations are broadcast 4 bytes at a time so each int32 lane ends up as one row's partial dot.
 template <int G>
@@ -291,11 +616,11 @@ void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
 void fill_avx2(KernelSet* ks) {
     ks->mm[kF32] = matmul_rows<dot_f32>;
     ks->mm[kF16] = matmul_rows<dot_f16>;
-    ks->mm[kQ4_0] = matmul_rows4<dot4_q4_0>;
-    ks->mm[kQ5_0] = matmul_rows4<dot4_q5_0>;
-    ks->mm[kQ8_0] = matmul_rows4<dot4_q8_0>;
-    ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
-    ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
+    ks->mm[kQ4_0] = matmul_32x8<Q4_0x8, dot4_q4_0>;
+    ks->mm[kQ5_0] = matmul_32x8<Q5_0x8, dot4_q5_0>;
+    ks->mm[kQ8_0] = matmul_32x8<Q8_0x8, dot4_q8_0>;
+    ks->mm[kQ4_K] = matmul_k8<Q4_Kx8, dot_q4_k>;
+    ks->mm[kQ6_K] = matmul_k8<Q6_Kx8, dot_q6_k>;
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
     ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
