@@ -542,7 +542,7 @@ inline float32x4_t hm_step(float32x4_t acc, const uint8_t* p, const int8_t* q, i
 // 1), so the four sdot chains are independent and the per-chunk -8 * s_a and d_a come from one
 // vector load of 4 each; the float steps stay one fma per chunk, in chunk order.
 template <int G>
-void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
+__attribute__((always_inline)) inline void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
     constexpr int kC = G / 32;              // chunks per tile-group
     constexpr int64_t kTgb = hm_tile_group_bytes(G);
     constexpr int kGroups = 4 / kC;         // tile-groups per step
@@ -573,6 +573,74 @@ void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
     vst1q_f32(out, acc);
 }
 
+#if HMLLM_NEON_DOTPROD
+// A 4-row HM tile against NB activation rows: each 32-column chunk's nibbles are split once and
+// used by every token (prompts); lane r of out[t] = y(row r, token t), each lane doing the
+// canonical chunk step of dot4_hm.
+template <int G, int NB>
+inline void tile_hm(const uint8_t* tile, const ActRow* const a[NB], int64_t n, float32x4_t out[NB]) {
+    constexpr int kC = G / 32;
+    constexpr int64_t kTgb = hm_tile_group_bytes(G);
+    float32x4_t acc[NB];
+    for (int t = 0; t < NB; ++t) acc[t] = vdupq_n_f32(0);
+    for (int64_t k = 0; k < n / G; ++k) {
+        const uint8_t* p = tile + k * kTgb;
+        const float32x4_t ws = h2f4(p);
+        for (int c = 0; c < kC; ++c) {
+            const int64_t blk = k * kC + c;
+            const uint8_t* nb = p + 8 + 64 * c;
+            const uint8x16_t v0 = vld1q_u8(nb), v1 = vld1q_u8(nb + 16), v2 = vld1q_u8(nb + 32), v3 = vld1q_u8(nb + 48);
+            const int8x16_t l0 = lo_nib(v0), l1 = lo_nib(v1), l2 = lo_nib(v2), l3 = lo_nib(v3);
+            const int8x16_t h0 = hi_nib(v0), h1 = hi_nib(v1), h2 = hi_nib(v2), h3 = hi_nib(v3);
+            for (int t = 0; t < NB; ++t) {
+                const int8_t* q = a[t]->q + 32 * blk;
+                const int8x16_t alo = vld1q_s8(q), ahi = vld1q_s8(q + 16);
+                int32x4_t s = vdotq_laneq_s32(vdupq_n_s32(-8 * a[t]->s[blk]), l0, alo, 0);
+                s = vdotq_laneq_s32(s, l1, alo, 1);
+                s = vdotq_laneq_s32(s, l2, alo, 2);
+                s = vdotq_laneq_s32(s, l3, alo, 3);
+                s = vdotq_laneq_s32(s, h0, ahi, 0);
+                s = vdotq_laneq_s32(s, h1, ahi, 1);
+                s = vdotq_laneq_s32(s, h2, ahi, 2);
+                s = vdotq_laneq_s32(s, h3, ahi, 3);
+                acc[t] = vfmaq_f32(acc[t], vcvtq_f32_s32(s), vmulq_n_f32(ws, a[t]->d[blk]));
+            }
+        }
+    }
+    for (int t = 0; t < NB; ++t) out[t] = acc[t];
+}
+
+// Tiles against tokens in fours (prompts); one token, or the last 1-3, through dot4_hm.
+template <int G>
+void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    const int64_t nb = act.batch(), n = w.n_cols;
+    if (nb < 4) return matmul_tiles<dot4_hm<G>>(w, act, y, ys, r0, r1);
+    const size_t tb = 4 * row_bytes(w.type, n);
+    std::vector<ActRow> rows_a(static_cast<size_t>(nb));
+    for (int64_t b = 0; b < nb; ++b) rows_a[size_t(b)] = act.row(b);
+    for (int64_t r = r0; r < r1; r += 4) {
+        const uint8_t* tile = w.data + (r / 4) * tb;
+        if (r + 8 <= r1) prefetch_bytes(tile + tb, tb);
+        int64_t b = 0;
+        for (; b + 4 <= nb; b += 4) {
+            const ActRow* ap[4] = {&rows_a[size_t(b)], &rows_a[size_t(b + 1)], &rows_a[size_t(b + 2)], &rows_a[size_t(b + 3)]};
+            float32x4_t o[4];
+            tile_hm<G, 4>(tile, ap, n, o);
+            for (int t = 0; t < 4; ++t) {
+                float v[4];
+                vst1q_f32(v, o[t]);
+                for (int i = 0; i < 4; ++i) y[(b + t) * ys + r + i] = v[i];
+            }
+        }
+        for (; b < nb; ++b) {
+            float o[4];
+            dot4_hm<G>(tile, rows_a[size_t(b)], n, o);
+            for (int i = 0; i < 4; ++i) y[b * ys + r + i] = o[i];
+        }
+    }
+}
+#endif
+
 void fill_all(KernelSet* ks) {
     ks->mm[kF32] = matmul_rows<dot_f32>;
     ks->mm[kF16] = matmul_rows<dot_f16>;
@@ -581,7 +649,13 @@ void fill_all(KernelSet* ks) {
     ks->mm[kQ8_0] = matmul_32<Q8_0Rows>;
     ks->mm[kQ4_K] = matmul_k<Q4KRow>;
     ks->mm[kQ6_K] = matmul_k<Q6KRow>;
+#if HMLLM_NEON_DOTPROD
+    ks->mm[kHm32] = matmul_hm_tokens<32>;
+    ks->mm[kHm64] = matmul_hm_tokens<64>;
+    ks->mm[kHm128] = matmul_hm_tokens<128>;
+#else
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
     ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
+#endif
 }
