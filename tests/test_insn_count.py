@@ -50,10 +50,11 @@ def test_decoded_load_and_store_bytes_equal_what_qemu_sees(arm64_project, model)
     counts, _ = counted_run(runner(), argv, exact=True)
     total = counts.total
     assert total.instructions > 100_000_000 and total.loaded > 100_000_000
-    # Within 0.01% (measured: 7 KB in 1.55 GB loaded, from accesses qemu makes in helpers); DC ZVA
-    # (memset's 64-byte zeroing) also runs in a helper that memory callbacks do not see.
+    # Within 0.01% (measured: 7 KB in 1.28 GB loaded, from accesses qemu makes in helpers). Stores
+    # differ only by DC ZVA, memset's 64-byte zeroing (5.9 MB here, the KV cache's), which runs in a
+    # qemu helper that memory callbacks do not see: the excess is whole 64-byte blocks.
     assert abs(counts.exact_loaded - total.loaded) <= total.loaded * 1e-4
-    assert counts.exact_stored <= total.stored <= counts.exact_stored * 1.005
+    assert total.stored >= counts.exact_stored and (total.stored - counts.exact_stored) % 64 == 0
 
 
 @pytest.mark.qemu
@@ -66,7 +67,8 @@ def test_counts_repeat_and_name_the_kernels(arm64_project, model):
     b, _ = counted_run(runner(), argv)
     assert abs(a.total.instructions - b.total.instructions) <= a.total.instructions * 0.001
     names = " ".join(a.functions)
-    for kernel in ("dot4_q8_0", "dot4_q5_0", "dot_q4_k", "dot_q6_k", "Engine::attention", "argmax"):
+    for kernel in ("matmul_32<hmllm::kern::Q8_0Rows>", "matmul_32<hmllm::kern::Q5_0Rows>", "Q4KRow", "Q6KRow",
+                   "Engine::attention", "argmax"):
         assert kernel in names, kernel
 
 
