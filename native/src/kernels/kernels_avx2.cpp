@@ -61,11 +61,12 @@ inline __m128i hsum4_i32(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-// ---- Row loops with software prefetch. kernel_table.h's prefetch_bytes is a loop of
-// __builtin_prefetch, and GCC 12 deletes that loop once it is inlined into a kernel (this file's
-// object had no prefetch instruction at all); a loop of _mm_prefetch stays. Without it the four
-// rows read side by side stream from memory at a third of the sequential rate on the x86_64 VM
-// (the Gemma 3 270M output matrix, Q8_0 262144 x 640, one thread: 29 ms; with it 7.6 ms).
+// ---- Row loops, and software prefetch. kernel_table.h's prefetch_bytes is a loop of
+// __builtin_prefetch, which GCC 12 counts as free of side effects, so at -O2 / -O3 it removes every
+// call of that function as if it did nothing (this file's object had no prefetch instruction; a
+// two-line test shows the same). A loop of _mm_prefetch is kept. The four rows the one-activation-row kernels read side by side need it:
+// without, they stream from memory at a third of the sequential rate on the x86_64 VM (the Gemma 3
+// 270M output matrix, Q8_0 262144 x 640, one thread: 29 ms; with PfStream below 7.7-8.0 ms).
 inline void prefetch(const uint8_t* p, size_t bytes) {
     for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
 }
@@ -85,16 +86,18 @@ struct PfStream {
     }
 };
 
-// kPrefetchGroups groups of rows ahead (two measured better than one, and as good as four).
+// kPrefetchGroups groups of rows ahead (two measured better than one or four).
 constexpr int kPrefetchGroups = 2;
 
+// One row at a time (F32, F16, and the K-quants for one activation row): each row is read front to
+// back, which the hardware prefetcher follows; asking for the row two ahead as well did not help
+// (Q4_K 262144 x 1024, one thread: 11.0-11.9 ms without, 11.7-11.9 ms with).
 template <RowDot Dot>
-void rows_pf(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+void rows_seq(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
     const size_t rb = row_bytes(w.type, w.n_cols);
     const int64_t nb = act.batch();
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w.data + r * rb;
-        if (r + kPrefetchGroups < r1) prefetch(row + kPrefetchGroups * rb, rb);
         for (int64_t b = 0; b < nb; ++b) y[b * ys + r] = Dot(row, act.row(b), w.n_cols);
     }
 }
@@ -125,13 +128,14 @@ void rows4_pf(const MatView& w, const Activations& act, float* y, int64_t ys, in
     }
 }
 
+// HM_Q4 tiles: a tile is read front to back too, and no software prefetch either (HM_Q4_G128
+// 262144 x 1024, one thread: 6.6-7.5 ms without, 7.4-7.9 ms asking for the tile two ahead).
 template <TileDot Dot>
-void tiles_pf(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+void tiles_seq(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
     const size_t tb = 4 * row_bytes(w.type, w.n_cols);
     const int64_t nb = act.batch();
     for (int64_t r = r0; r < r1; r += 4) {
         const uint8_t* tile = w.data + (r / 4) * tb;
-        if (r + 4 * (kPrefetchGroups + 1) <= r1) prefetch(tile + kPrefetchGroups * tb, tb);
         for (int64_t b = 0; b < nb; ++b) {
             float o[4];
             Dot(tile, act.row(b), w.n_cols, o);
@@ -616,7 +620,7 @@ void matmul_k8(const MatView& w, const Activations& act, float* y, int64_t ys, i
     constexpr int kMinBatch = 2, kChunk = 64;
     const int64_t nb = act.batch();
     if (nb < kMinBatch) {
-        rows_pf<Dot>(w, act, y, ys, r0, r1);
+        rows_seq<Dot>(w, act, y, ys, r0, r1);
         return;
     }
     const size_t rb = row_bytes(w.type, w.n_cols);
@@ -696,16 +700,16 @@ void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
 }  // namespace
 
 void fill_avx2(KernelSet* ks) {
-    ks->mm[kF32] = rows_pf<dot_f32>;
-    ks->mm[kF16] = rows_pf<dot_f16>;
+    ks->mm[kF32] = rows_seq<dot_f32>;
+    ks->mm[kF16] = rows_seq<dot_f16>;
     ks->mm[kQ4_0] = matmul_32x8<Q4_0x8, dot4_q4_0>;
     ks->mm[kQ5_0] = matmul_32x8<Q5_0x8, dot4_q5_0>;
     ks->mm[kQ8_0] = matmul_32x8<Q8_0x8, dot4_q8_0>;
     ks->mm[kQ4_K] = matmul_k8<Q4_Kx8, dot_q4_k>;
     ks->mm[kQ6_K] = matmul_k8<Q6_Kx8, dot_q6_k>;
-    ks->mm[kHm32] = tiles_pf<dot4_hm<32>>;
-    ks->mm[kHm64] = tiles_pf<dot4_hm<64>>;
-    ks->mm[kHm128] = tiles_pf<dot4_hm<128>>;
+    ks->mm[kHm32] = tiles_seq<dot4_hm<32>>;
+    ks->mm[kHm64] = tiles_seq<dot4_hm<64>>;
+    ks->mm[kHm128] = tiles_seq<dot4_hm<128>>;
 }
 
 }  // namespace kern
