@@ -254,25 +254,42 @@ void matmul_32(const MatView& w, const Activations& act, float* y, int64_t ys, i
     }
 }
 
+// Q6_K's q - 32: the offset times each sub-block's activation sum, taken from the super-block's
+// integer sum (lanes wrap freely; their total is exact).
+inline int q6k_total(int32x4_t isum, int8x16_t sc8, const int16_t* bs) {
+    const int16x8_t s0 = vmovl_s8(vget_low_s8(sc8)), s1 = vmovl_high_s8(sc8);
+    const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
+    int32x4_t bias = vmull_s16(vget_low_s16(s0), vget_low_s16(a0));
+    bias = vmlal_high_s16(bias, s0, a0);
+    bias = vmlal_s16(bias, vget_low_s16(s1), vget_low_s16(a1));
+    bias = vmlal_high_s16(bias, s1, a1);
+    return vaddvq_s32(vsubq_s32(isum, vshlq_n_s32(bias, 5)));
+}
+
+// Q4_K's 12 bytes of 6-bit scales and mins: scales to bytes 0..7, mins to bytes 8..15 (the bit
+// layout of q4k_scale_min, four sub-blocks per 32-bit word).
+inline void q4k_scales_mins(const uint8_t packed[12], uint8_t out[16]) {
+    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t u[4];
+    __builtin_memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    const uint32_t mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    __builtin_memcpy(out, u, 16);
+}
+
 // K-quants, one activation row (decode): the super-block's integer sums reduced exactly, then its
 // float steps, straight from the weights (unpacking into Q4KUnpacked first spills registers).
 float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
-    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         const int8_t* q = a.q + kQKK * i;
         const int16_t* bs = a.s + 16 * i;
-        // Unpack the 6-bit scales into bytes 0..7 of u and the mins into bytes 8..15 (the bit
-        // layout of q4k_scale_min, four sub-blocks per 32-bit word).
-        uint32_t u[4];
-        __builtin_memcpy(u, b[i].scales, 12);
-        u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-        const uint32_t mins_lo = u[1] & k1;
-        u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-        u[2] = mins_lo;
-        u[0] &= k1;
-        const uint8_t* sc = reinterpret_cast<const uint8_t*>(u);
+        uint8_t sc[16];
+        q4k_scales_mins(b[i].scales, sc);
         // Mins times the activation sums of their 32 elements (two 16-sums each).
         const int16x8_t asum = vpaddq_s16(vld1q_s16(bs), vld1q_s16(bs + 8));
         const int16x8_t mn = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sc + 8)));
@@ -321,17 +338,7 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
                 }
             }
         }
-        // q - 32: the offset times each sub-block's activation sum, in integers.
-        // (lanes wrap freely; their total is exact).
-        const int16_t* bs = a.s + 16 * i;
-        const int8x16_t sc8 = vld1q_s8(b[i].scales);
-        const int16x8_t s0 = vmovl_s8(vget_low_s8(sc8)), s1 = vmovl_high_s8(sc8);
-        const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
-        int32x4_t bias = vmull_s16(vget_low_s16(s0), vget_low_s16(a0));
-        bias = vmlal_high_s16(bias, s0, a0);
-        bias = vmlal_s16(bias, vget_low_s16(s1), vget_low_s16(a1));
-        bias = vmlal_high_s16(bias, s1, a1);
-        const int total = vaddvq_s32(vsubq_s32(isum, vshlq_n_s32(bias, 5)));
+        const int total = q6k_total(isum, vld1q_s8(b[i].scales), a.s + 16 * i);
         acc = fma1(static_cast<float>(total), h2f(b[i].d) * a.d[i], acc);
     }
     return acc;
@@ -351,15 +358,7 @@ struct Q4KUnpacked {
 };
 
 inline void unpack_q4_k(const BlockQ4_K& b, Q4KUnpacked* u) {
-    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t v[4];
-    __builtin_memcpy(v, b.scales, 12);
-    v[3] = ((v[2] >> 4) & k2) | (((v[1] >> 6) & k3) << 4);
-    const uint32_t mins_lo = v[1] & k1;
-    v[1] = (v[2] & k2) | (((v[0] >> 6) & k3) << 4);
-    v[2] = mins_lo;
-    v[0] &= k1;
-    __builtin_memcpy(u->sc, v, 16);
+    q4k_scales_mins(b.scales, u->sc);
     for (int c = 0; c < 4; ++c) {
         const uint8x16_t r0 = vld1q_u8(b.qs + 32 * c), r1 = vld1q_u8(b.qs + 32 * c + 16);
         u->w[4 * c] = lo_nib(r0);
@@ -432,16 +431,7 @@ inline float step_q6_k(const Q6KUnpacked& u, const ActRow& a, int64_t i, float a
                 isum = vmlaq_n_s32(isum, d, sc[8 * h + 2 * k + t]);
             }
     }
-    // q - 32: the offset times each sub-block's activation sum, in integers (lanes wrap freely;
-    // their total is exact).
-    const int16_t* bs = a.s + 16 * i;
-    const int16x8_t s0 = vmovl_s8(vget_low_s8(u.sc)), s1 = vmovl_high_s8(u.sc);
-    const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
-    int32x4_t bias = vmull_s16(vget_low_s16(s0), vget_low_s16(a0));
-    bias = vmlal_high_s16(bias, s0, a0);
-    bias = vmlal_s16(bias, vget_low_s16(s1), vget_low_s16(a1));
-    bias = vmlal_high_s16(bias, s1, a1);
-    const int total = vaddvq_s32(vsubq_s32(isum, vshlq_n_s32(bias, 5)));
+    const int total = q6k_total(isum, u.sc, a.s + 16 * i);
     return fma1(static_cast<float>(total), u.d * a.d[i], acc);
 }
 
