@@ -6,7 +6,7 @@ the SDK's own toolchain file and headers (../shared/ohos-public, unmodified), De
 PyPI wheel ziglang==0.14.1), OpenHarmony's crt files and NDK link stubs generated from the
 .ndk.json lists. It gives the OHOS ABI from public parts, not the phone's libraries.
 
-Every fact it relies on is in DESIGN.md, "OpenHarmony facts verified here".
+What it relies on, and what only a device or a real SDK can confirm, is in docs/targets.md.
 """
 
 from __future__ import annotations

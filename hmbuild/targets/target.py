@@ -35,7 +35,7 @@ ARM64_TOOLCHAINS = ("gcc", "zig")
 ZIG_TARGET = "aarch64-linux-gnu.2.28"
 PIP_ZIG = "pip install 'ziglang==0.17.1'"
 
-# CPUs worth testing the runtime's CPU-feature dispatch on (DESIGN.md): no dotprod, dotprod, i8mm+.
+# CPUs worth testing the runtime's CPU-feature dispatch on: no dotprod, dotprod, i8mm+.
 ARM64_TEST_CPUS = ("cortex-a53", "cortex-a76", "neoverse-n1", "max")
 
 

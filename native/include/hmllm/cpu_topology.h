@@ -1,5 +1,5 @@
 // Which cores are the fast ones, read from sysfs, and putting an inference thread on them with a
-// raised priority (DESIGN.md section 3: threads = number of big cores, 4 when unknown).
+// raised priority (threads = number of big cores, 4 when unknown).
 #pragma once
 
 #include <string>
@@ -37,7 +37,7 @@ struct CpuTopology {
 // the performance cores of a 1+3+4; the slowest tier is the in-order little cluster either way.
 CpuTopology read_cpu_topology(const std::string& sysfs_root = "/sys");
 
-// The default inference thread count: the number of big cores, 4 when unknown (DESIGN.md), never
+// The default inference thread count: the number of big cores, 4 when unknown, never
 // more than the online cores when those are known.
 int default_thread_count(const CpuTopology& topology);
 
