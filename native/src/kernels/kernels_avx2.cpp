@@ -558,7 +558,6 @@ struct KScales8 {
 inline __m256i dup_lo16(__m256i v) { return _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(v, 0xA0), 0xA0); }
 inline __m256i dup_hi16(__m256i v) { return _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(v, 0xF5), 0xF5); }
 
-
 struct Q4_Kx8 {
     using Block = BlockQ4_K;
     static void scales(const Block* const b[8], KScales8* o) {
@@ -584,7 +583,7 @@ struct Q4_Kx8 {
         o->d = fp16x8(b, 0);
         o->dmin = fp16x8(b, 2);
     }
-    // Sub-block j (0..15 / 2 = 0..7 here: the chunks are the 8 sub-blocks of 32).
+    // Sub-block j (0..7, 32 quants in 0..15): chunk j / 2's low (j even) or high nibbles.
     static void quants(const Block* const b[8], int j, __m256i w[8]) {
         const __m256i m4 = _mm256_set1_epi8(0x0F);
         for (int r = 0; r < 8; ++r) {
