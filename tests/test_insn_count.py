@@ -50,11 +50,11 @@ def test_decoded_load_and_store_bytes_equal_what_qemu_sees(arm64_project, model)
     counts, _ = counted_run(runner(), argv, exact=True)
     total = counts.total
     assert total.instructions > 100_000_000 and total.loaded > 100_000_000
-    # Within 0.01% (measured: 7 KB in 1.28 GB loaded, from accesses qemu makes in helpers). Stores
-    # differ only by DC ZVA, memset's 64-byte zeroing (5.9 MB here, the KV cache's), which runs in a
-    # qemu helper that memory callbacks do not see: the excess is whole 64-byte blocks.
+    # Within 0.01% (measured: 7 KB in 1.28 GB loaded, from accesses qemu makes in helpers). The exact
+    # stores include DC ZVA, memset's 64-byte zeroing (5.9 MB here, the KV cache's), counted by an
+    # execution callback: it runs in a qemu helper that memory callbacks do not see.
     assert abs(counts.exact_loaded - total.loaded) <= total.loaded * 1e-4
-    assert total.stored >= counts.exact_stored and (total.stored - counts.exact_stored) % 64 == 0
+    assert abs(counts.exact_stored - total.stored) <= total.stored * 1e-4
 
 
 @pytest.mark.qemu

@@ -8,7 +8,8 @@
  * a plain one, not a callback per instruction. The bytes an instruction loads and stores are
  * decoded from its AArch64 encoding (decode_mem below); a load/store the decoder does not know
  * (SVE, MTE, ...) gets a memory callback instead, which sees the real access size, so totals stay
- * exact either way. exact=1 counts every access through callbacks (slow), to check the decoder.
+ * exact either way. exact=1 counts every access through callbacks (slow), to check the decoder
+ * (and DC ZVA, whose zeroing runs in a helper those callbacks miss, by an execution callback).
  *
  * At exit FILE holds one line per translated block,
  *   tb VADDR HADDR INSNS LOAD_BYTES STORE_BYTES EXECS CB_LOAD CB_STORE
@@ -43,12 +44,15 @@ typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_
 typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
                                           void *userdata);
 typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op, void *ptr,
                                               uint64_t imm);
 void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
                                       enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw, void *userdata);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
+                                            enum qemu_plugin_cb_flags flags, void *userdata);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
@@ -164,6 +168,13 @@ static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
     }
 }
 
+/* exact=1: DC ZVA zeroes its block in a qemu helper that memory callbacks do not see. */
+static void on_dc_zva(unsigned int vcpu, void *udata) {
+    (void)vcpu;
+    (void)udata;
+    exact_store += 64;
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     (void)id;
     struct block *b = calloc(1, sizeof *b);
@@ -180,6 +191,8 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             b->load += ld;
             b->store += st;
             if (exact) qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+            if (exact && (word & ~0x1Fu) == 0xD50B7420u)
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_dc_zva, QEMU_PLUGIN_CB_NO_REGS, NULL);
         } else {
             qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, b);
         }
