@@ -83,6 +83,26 @@ inline float32x4_t block_step4(float32x4_t acc, int32x4_t isum, float32x4_t dw, 
     return vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(dw, da));
 }
 
+// The activation rows of one matmul call, looked up once. Up to 32 (the engine's default batch) on
+// the stack: the call runs once per chunk of rows, so a heap allocation here would sit on the
+// decode path of every matrix.
+class ActRowTable {
+public:
+    explicit ActRowTable(const Activations& act) : n_(act.batch()) {
+        if (n_ > kOnStack) heap_.resize(static_cast<size_t>(n_));
+        ActRow* p = rows();
+        for (int64_t b = 0; b < n_; ++b) p[b] = act.row(b);
+    }
+    const ActRow* at(int64_t b) const { return (n_ > kOnStack ? heap_.data() : stack_) + b; }
+
+private:
+    static constexpr int64_t kOnStack = 32;
+    ActRow* rows() { return n_ > kOnStack ? heap_.data() : stack_; }
+    int64_t n_;
+    ActRow stack_[kOnStack];
+    std::vector<ActRow> heap_;
+};
+
 // ---- 32-element blocks (Q8_0, Q4_0, Q5_0): four weight rows (lanes) x NB activation rows at once.
 // Each 4-row block is decoded to int8 once and used by all NB activation rows, so a prompt's batch
 // pays for the unpacking (nibbles, Q5_0's fifth bits) once per block instead of once per token.
@@ -236,19 +256,18 @@ template <class L>
 void matmul_32(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
     const size_t rb = row_bytes(w.type, w.n_cols);
     const int64_t nb = act.batch(), n = w.n_cols;
-    std::vector<ActRow> rows_a(static_cast<size_t>(nb));  // once per call, not per row group
-    for (int64_t b = 0; b < nb; ++b) rows_a[size_t(b)] = act.row(b);
+    const ActRowTable rows_a(act);
     for (int64_t r = r0; r < r1; r += 4) {
         const uint8_t* rows[4];
         for (int i = 0; i < 4; ++i) rows[i] = w.data + (r + i < r1 ? r + i : r1 - 1) * rb;
         if (r + 8 <= r1) prefetch_bytes(rows[0] + 4 * rb, 4 * rb);
         int64_t b = 0;
         for (; b + 4 <= nb; b += 4) {
-            const ActRow* ap[4] = {&rows_a[size_t(b)], &rows_a[size_t(b + 1)], &rows_a[size_t(b + 2)], &rows_a[size_t(b + 3)]};
+            const ActRow* ap[4] = {rows_a.at(b), rows_a.at(b + 1), rows_a.at(b + 2), rows_a.at(b + 3)};
             tile32_store<L, 4>(rows, ap, n, y, ys, r, r1, b);
         }
         for (; b < nb; ++b) {
-            const ActRow* ap[1] = {&rows_a[size_t(b)]};
+            const ActRow* ap[1] = {rows_a.at(b)};
             tile32_store<L, 1>(rows, ap, n, y, ys, r, r1, b);
         }
     }
@@ -468,15 +487,14 @@ void matmul_k(const MatView& w, const Activations& act, float* y, int64_t ys, in
     const int64_t nb = act.batch();
     if (nb == 1) return matmul_rows<K::dot>(w, act, y, ys, r0, r1);
     const size_t rb = row_bytes(w.type, w.n_cols);
-    std::vector<ActRow> rows_a(static_cast<size_t>(nb));  // once per call, not per row
-    for (int64_t b = 0; b < nb; ++b) rows_a[size_t(b)] = act.row(b);
+    const ActRowTable rows_a(act);
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w.data + r * rb;
         if (r + 2 < r1) prefetch_bytes(row + 2 * rb, rb);
         for (int64_t b = 0; b < nb; b += 4) {
             const int k = static_cast<int>(nb - b < 4 ? nb - b : 4);
             float o[4];
-            row_k<K>(row, &rows_a[size_t(b)], k, w.n_cols, o);
+            row_k<K>(row, rows_a.at(b), k, w.n_cols, o);
             for (int j = 0; j < k; ++j) y[(b + j) * ys + r] = o[j];
         }
     }
@@ -606,14 +624,13 @@ void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_
     const int64_t nb = act.batch(), n = w.n_cols;
     if (nb < 4) return matmul_tiles<dot4_hm<G>>(w, act, y, ys, r0, r1);
     const size_t tb = 4 * row_bytes(w.type, n);
-    std::vector<ActRow> rows_a(static_cast<size_t>(nb));
-    for (int64_t b = 0; b < nb; ++b) rows_a[size_t(b)] = act.row(b);
+    const ActRowTable rows_a(act);
     for (int64_t r = r0; r < r1; r += 4) {
         const uint8_t* tile = w.data + (r / 4) * tb;
         if (r + 8 <= r1) prefetch_bytes(tile + tb, tb);
         int64_t b = 0;
         for (; b + 4 <= nb; b += 4) {
-            const ActRow* ap[4] = {&rows_a[size_t(b)], &rows_a[size_t(b + 1)], &rows_a[size_t(b + 2)], &rows_a[size_t(b + 3)]};
+            const ActRow* ap[4] = {rows_a.at(b), rows_a.at(b + 1), rows_a.at(b + 2), rows_a.at(b + 3)};
             float32x4_t o[4];
             tile_hm<G, 4>(tile, ap, n, o);
             for (int t = 0; t < 4; ++t) {
@@ -624,7 +641,7 @@ void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_
         }
         for (; b < nb; ++b) {
             float o[4];
-            dot4_hm<G>(tile, rows_a[size_t(b)], n, o);
+            dot4_hm<G>(tile, *rows_a.at(b), n, o);
             for (int i = 0; i < 4; ++i) y[b * ys + r + i] = o[i];
         }
     }
