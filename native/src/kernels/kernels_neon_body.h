@@ -656,7 +656,11 @@ void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_
 struct X4Q8 {
     static constexpr int kOffset = 0, kScales = 128;
     static inline void decode(const uint8_t* g, int8x16_t w[8]) {
-        for (int k = 0; k < 8; ++k) w[k] = vld1q_s8(reinterpret_cast<const int8_t*>(g + 16 * k));
+        // Two 4-register loads (LD1 of 64 bytes each) for the 128 bytes.
+        const int8x16x4_t a = vld1q_s8_x4(reinterpret_cast<const int8_t*>(g));
+        const int8x16x4_t b = vld1q_s8_x4(reinterpret_cast<const int8_t*>(g + 64));
+        w[0] = a.val[0], w[1] = a.val[1], w[2] = a.val[2], w[3] = a.val[3];
+        w[4] = b.val[0], w[5] = b.val[1], w[6] = b.val[2], w[7] = b.val[3];
     }
 };
 
@@ -688,27 +692,34 @@ inline int32x4_t dot_x4(int32x4_t s, const int8x16_t w[8], int8x16_t ql, int8x16
 }
 
 // Group rows (four weight rows each) x NB activation rows: out[j * NB + k] lane r = y(row r of group
-// j, activation row k). Decode takes two groups (G = 2) so each activation block is loaded once
-// for eight rows; a prompt takes one group and four activation rows.
+// j, activation row k). Decode takes G groups at once so each activation block is loaded once for
+// 4G rows; a prompt takes one group and four activation rows.
 template <class X, int G, int NB>
 inline void tile_x4(const uint8_t* g0, size_t gb, int64_t n_blocks, const ActRow* const a[NB], float32x4_t out[G * NB]) {
     const size_t row_gap = size_t(n_blocks) * gb;  // from one group row to the next
+    const uint8_t* g[G];
+    for (int j = 0; j < G; ++j) g[j] = g0 + j * row_gap;
+    const int8_t* q[NB];
+    const float* ad[NB];
+    const int16_t* as[NB];
+    for (int k = 0; k < NB; ++k) q[k] = a[k]->q, ad[k] = a[k]->d, as[k] = a[k]->s;
     float32x4_t acc[G * NB];
     for (int k = 0; k < G * NB; ++k) acc[k] = vdupq_n_f32(0);
     for (int64_t i = 0; i < n_blocks; ++i) {
-        int8x16_t w[G][8];
-        float32x4_t d[G];
-        for (int j = 0; j < G; ++j) {
-            const uint8_t* g = g0 + j * row_gap + size_t(i) * gb;
-            X::decode(g, w[j]);
-            d[j] = h2f4(g + X::kScales);
-        }
+        int8x16_t ql[NB], qh[NB];
+        int32x4_t start[NB];
         for (int k = 0; k < NB; ++k) {
-            const int8_t* q = a[k]->q + kQK * i;
-            const int8x16_t ql = vld1q_s8(q), qh = vld1q_s8(q + 16);
-            const int32x4_t start = vdupq_n_s32(X::kOffset ? -X::kOffset * a[k]->s[i] : 0);
-            const float da = a[k]->d[i];
-            for (int j = 0; j < G; ++j) acc[j * NB + k] = block_step4(acc[j * NB + k], dot_x4(start, w[j], ql, qh), d[j], da);
+            ql[k] = vld1q_s8(q[k] + kQK * i);
+            qh[k] = vld1q_s8(q[k] + kQK * i + 16);
+            start[k] = vdupq_n_s32(X::kOffset ? -X::kOffset * as[k][i] : 0);
+        }
+        for (int j = 0; j < G; ++j) {
+            int8x16_t w[8];
+            X::decode(g[j], w);
+            const float32x4_t d = h2f4(g[j] + X::kScales);
+            g[j] += gb;
+            for (int k = 0; k < NB; ++k)
+                acc[j * NB + k] = block_step4(acc[j * NB + k], dot_x4(start[k], w, ql[k], qh[k]), d, ad[k][i]);
         }
     }
     for (int k = 0; k < G * NB; ++k) out[k] = acc[k];
@@ -730,11 +741,12 @@ void matmul_x4(const MatView& w, const Activations& act, float* y, int64_t ys, i
     const ActRowTable rows_a(act);
     int64_t r = r0;
     if (nb == 1) {
+        constexpr int kG = 4;  // groups per step: 16 rows share each activation load
         const ActRow* ap[1] = {rows_a.at(0)};
-        for (; r + 8 <= r1; r += 8) {
-            const uint8_t* g = w.data + r * rb;  // eight rows' bytes, two groups
-            if (r + 16 <= r1) prefetch_bytes(g + 8 * rb, 8 * rb);
-            tile_x4_store<X, 2, 1>(g, gb, n_blocks, ap, y, ys, r, 0);
+        for (; r + 4 * kG <= r1; r += 4 * kG) {
+            const uint8_t* g = w.data + r * rb;
+            if (r + 8 * kG <= r1) prefetch_bytes(g + 4 * kG * rb, 4 * kG * rb);
+            tile_x4_store<X, kG, 1>(g, gb, n_blocks, ap, y, ys, r, 0);
         }
     }
     for (; r < r1; r += 4) {
