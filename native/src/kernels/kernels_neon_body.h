@@ -618,14 +618,76 @@ inline void tile_hm(const uint8_t* tile, const ActRow* const a[NB], int64_t n, f
     for (int t = 0; t < NB; ++t) out[t] = acc[t];
 }
 
+// One activation row against T tiles (4T rows) at once (decode): each step's 128 activations, their
+// offsets and scales are loaded once for all T tiles instead of once per tile. Lane r of out[t] =
+// row r of tile t, each lane doing dot4_hm's canonical chunk steps.
+template <int J>
+inline float32x4_t hm_step_x(float32x4_t acc, const uint8_t* nb, int8x16_t alo, int8x16_t ahi, int32x4_t noff,
+                             float32x4_t ws, float32x4_t da) {
+    const uint8x16x4_t v = vld1q_u8_x4(nb);
+    int32x4_t s = vdotq_laneq_s32(vdupq_laneq_s32(noff, J), lo_nib(v.val[0]), alo, 0);
+    s = vdotq_laneq_s32(s, lo_nib(v.val[1]), alo, 1);
+    s = vdotq_laneq_s32(s, lo_nib(v.val[2]), alo, 2);
+    s = vdotq_laneq_s32(s, lo_nib(v.val[3]), alo, 3);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[0]), ahi, 0);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[1]), ahi, 1);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[2]), ahi, 2);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[3]), ahi, 3);
+    return vfmaq_f32(acc, vcvtq_f32_s32(s), vmulq_laneq_f32(ws, da, J));
+}
+
+template <int G, int T>
+inline void tiles_hm_row(const uint8_t* tile0, size_t tb, const ActRow& a, int64_t n, float32x4_t out[T]) {
+    constexpr int kC = G / 32;
+    constexpr int64_t kTgb = hm_tile_group_bytes(G);
+    constexpr int kGroups = 4 / kC;  // tile-groups per 4-chunk step
+    const uint8_t* p[T];
+    float32x4_t acc[T];
+    for (int t = 0; t < T; ++t) p[t] = tile0 + t * tb, acc[t] = vdupq_n_f32(0);
+    for (int64_t blk = 0; blk + 4 <= n / 32; blk += 4) {
+        const int32x4_t noff = vmulq_n_s32(vmovl_s16(vld1_s16(a.s + blk)), -8);
+        const float32x4_t da = vld1q_f32(a.d + blk);
+        const int8x16x4_t x01 = vld1q_s8_x4(a.q + 32 * blk), x23 = vld1q_s8_x4(a.q + 32 * blk + 64);
+        for (int t = 0; t < T; ++t) {
+            float32x4_t ws[kGroups];
+            for (int g = 0; g < kGroups; ++g) ws[g] = h2f4(p[t] + g * kTgb);
+            const uint8_t* q = p[t] + 8;
+            acc[t] = hm_step_x<0>(acc[t], q, x01.val[0], x01.val[1], noff, ws[0], da);
+            acc[t] = hm_step_x<1>(acc[t], q + (1 / kC) * kTgb + 64 * (1 % kC), x01.val[2], x01.val[3], noff, ws[1 / kC], da);
+            acc[t] = hm_step_x<2>(acc[t], q + (2 / kC) * kTgb + 64 * (2 % kC), x23.val[0], x23.val[1], noff, ws[2 / kC], da);
+            acc[t] = hm_step_x<3>(acc[t], q + (3 / kC) * kTgb + 64 * (3 % kC), x23.val[2], x23.val[3], noff, ws[3 / kC], da);
+            p[t] += kGroups * kTgb;
+        }
+    }
+    for (int t = 0; t < T; ++t) out[t] = acc[t];
+}
+
 // Tiles against tokens in fours (prompts); one token, or the last 1-3, through dot4_hm.
 template <int G>
 void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
     const int64_t nb = act.batch(), n = w.n_cols;
-    if (nb < 4) return matmul_tiles<dot4_hm<G>>(w, act, y, ys, r0, r1);
     const size_t tb = 4 * row_bytes(w.type, n);
     const ActRowTable rows_a(act);
-    for (int64_t r = r0; r < r1; r += 4) {
+    int64_t r = r0;
+    if (nb == 1 && (n / 32) % 4 == 0) {
+        constexpr int kT = 4;  // tiles per step: 16 rows share each activation load
+        const ActRow& a = *rows_a.at(0);
+        for (; r + 4 * kT <= r1; r += 4 * kT) {
+            const uint8_t* tile = w.data + (r / 4) * tb;
+            if (r + 8 * kT <= r1) prefetch_bytes(tile + kT * tb, kT * tb);
+            float32x4_t o[kT];
+            tiles_hm_row<G, kT>(tile, tb, a, n, o);
+            for (int t = 0; t < kT; ++t) vst1q_f32(y + r + 4 * t, o[t]);
+        }
+        for (; r < r1; r += 4) {
+            float32x4_t o[1];
+            tiles_hm_row<G, 1>(w.data + (r / 4) * tb, tb, a, n, o);
+            vst1q_f32(y + r, o[0]);
+        }
+        return;
+    }
+    if (nb < 4) return matmul_tiles<dot4_hm<G>>(w, act, y, ys, r0, r1);
+    for (; r < r1; r += 4) {
         const uint8_t* tile = w.data + (r / 4) * tb;
         if (r + 8 <= r1) prefetch_bytes(tile + tb, tb);
         int64_t b = 0;
