@@ -803,7 +803,7 @@ void matmul_x4(const MatView& w, const Activations& act, float* y, int64_t ys, i
     const ActRowTable rows_a(act);
     int64_t r = r0;
     if (nb == 1) {
-        constexpr int kG = 4;  // groups per step: 16 rows share each activation load
+        constexpr int kG = 4;  // groups per step: 16 rows share each activation load (8 spills)
         const ActRow* ap[1] = {rows_a.at(0)};
         for (; r + 4 * kG <= r1; r += 4 * kG) {
             const uint8_t* g = w.data + r * rb;
