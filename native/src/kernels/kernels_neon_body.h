@@ -911,7 +911,15 @@ void matmul_x4(const MatView& w, const Activations& act, float* y, int64_t ys, i
     const ActRowTable rows_a(act);
     int64_t r = r0;
     if (nb == 1) {
-        constexpr int kG = 4;  // groups per step: 16 rows share each activation load (8 spills)
+        // Groups per step (4G rows share each activation load), as many as the compiler keeps in
+        // registers. Counted on cortex-a76, decode instructions per token of Gemma 3 270M: GCC 12
+        // (linux-arm64) 92.5 M with 2, 91.0 M with 3, 87.4 M with 4, 95.7 M with 8 (spills);
+        // clang 19 (ohos-arm64) 94.6 M with 2, 103.3 M with 4 (spills).
+#if defined(__clang__)
+        constexpr int kG = 2;
+#else
+        constexpr int kG = 4;
+#endif
         const ActRow* ap[1] = {rows_a.at(0)};
         for (; r + 4 * kG <= r1; r += 4 * kG) {
             const uint8_t* g = w.data + r * rb;
