@@ -21,8 +21,9 @@ same amount of multiply-add work as one 256-weight GEMV. On one activation row (
 kernel set runs the dotprod loop (dot4_hm), compiled again with +i8mm: that is the "i8mm-b1" row.
 
 Decode kernels of the dotprod set (the engine's one-activation-row path on dotprod / i8mm cores):
-tile_x4<X4Q8, 4, 1> and tile_x4<X4Q5, 4, 1> (interleaved Q8_0 / Q5_0 row groups, 4 groups = 16 rows
-per block of 32 columns: 32 sdot by element = 512 weights per iteration), rows hm-x4-q8_0 / -q5_0,
+tile_x4<X4Q8, 2, 1> and tile_x4<X4Q5, 2, 1> (interleaved Q8_0 / Q5_0 row groups, 2 groups = 8 rows
+per block of 32 columns, what matmul_x4 runs when built by clang: 16 sdot by element = 256 weights
+per iteration), rows hm-x4-q8_0 / -q5_0,
 and tiles_hm_row<G, 4> (HM_Q4, four 4-row tiles against one activation row, 128 columns per step =
 2048 weights), rows hm-row4-gG. clang-19 keeps tiles_hm_row's tile loop as a loop inside the step
 and hoists the 32 activation lane broadcasts out of it (dup, spilled, then plain sdot); the step
@@ -42,7 +43,7 @@ figure on every CPU of the default list.
 
 Project kernels are reached through a temporary harness file that #includes the unchanged kernel
 .cpp file and adds extern "C" noinline wrappers around dot4_hm<G> / hm_tile_4x2<G> /
-tiles_hm_row<G, 4> / tile_x4<X4Q8|X4Q5, 4, 1> (they live in an anonymous namespace); when the
+tiles_hm_row<G, 4> / tile_x4<X4Q8|X4Q5, X4_GROUPS, 1> (they live in an anonymous namespace); when the
 compiler turns a wrapper into a tail call (`b dot4_hm<G>`, not inlined), the loop is taken from the
 callee. Each file gets the flags native/src/kernels/kernels.cmake
 gives it (baseline NEON: the target's default -march=armv8-a; dotprod: armv8.2-a+dotprod; i8mm:
@@ -93,6 +94,7 @@ I8MM_CPUS = {"cortex-a510", "cortex-a520", "cortex-a710", "cortex-a715", "cortex
 TARGETS = {32: 1.0, 128: 0.9}  # max ratio to ggml's repacked gemv, per group
 REPACKED = "ggml-gemv-q4_0-4x4"
 X4_LAYOUTS = ("X4Q8", "X4Q5")  # tile_x4's interleaved Q8_0 / Q5_0 row groups (kernels_neon_body.h)
+X4_GROUPS = 2  # matmul_x4's row groups per decode step when clang builds it (GCC: 4)
 
 TRIPLE = "--target=aarch64-linux-gnu"
 GGML_FLAGS = [TRIPLE, "-O3", "-march=armv8.2-a+dotprod"]
@@ -303,11 +305,11 @@ def harness(kset: str) -> str:
             out.append(f'extern "C" __attribute__((noinline, used)) void mca_dotprod_row4_g{g}('
                        "const uint8_t* t, size_t tb, const ActRow& a, int64_t n, float32x4_t* o) "
                        f"{{ tiles_hm_row<{g}, 4>(t, tb, a, n, o); }}")
-    if kset == "dotprod":  # interleaved Q8_0 / Q5_0 decode: 4 row groups (16 rows), one activation row
+    if kset == "dotprod":  # interleaved Q8_0 / Q5_0 decode: X4_GROUPS row groups, one activation row
         for x in X4_LAYOUTS:
             out.append(f'extern "C" __attribute__((noinline, used)) void mca_dotprod_{x.lower()}('
                        "const uint8_t* g, size_t gb, int64_t nb, const ActRow* const* a, float32x4_t* o) "
-                       f"{{ tile_x4<{x}, 4, 1>(g, gb, nb, a, o); }}")
+                       f"{{ tile_x4<{x}, {X4_GROUPS}, 1>(g, gb, nb, a, o); }}")
     out.append("}}")
     return "\n".join(out) + "\n"
 
