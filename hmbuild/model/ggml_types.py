@@ -26,7 +26,7 @@ HM_BLOCK = {type_id: (group, 2 + group // 2) for group, type_id in HM_Q4.items()
 # K-quant types, and hmbuild's INT4 (int4_format.dequantize_hm_q4).
 READABLE = frozenset({F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, *HM_Q4.values()})
 # What the engine runs as it is: the rows of native/src/ggml_types.cpp with a dot kernel.
-ENGINE_TYPES = frozenset({F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, *HM_Q4.values()})
+ENGINE_TYPES = frozenset({F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, *HM_Q4.values()})
 FLOAT_TYPES = frozenset({F32, F16, BF16})
 
 _registered = False

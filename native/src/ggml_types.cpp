@@ -14,8 +14,10 @@ using kern::to_float_f16;
 using kern::to_float_f32;
 using kern::to_float_hm;
 using kern::to_float_q4_0;
+using kern::to_float_q4_1;
 using kern::to_float_q4_k;
 using kern::to_float_q5_0;
+using kern::to_float_q5_1;
 using kern::to_float_q6_k;
 using kern::to_float_q8_0;
 constexpr ActKind kNone = ActKind::None;
@@ -26,9 +28,9 @@ constexpr TypeInfo kTypes[] = {
     {GgmlType::F32,        "f32",        1,     4,     1,    to_float_f32,      ActKind::F32,   kern::kF32},
     {GgmlType::F16,        "f16",        1,     2,     1,    to_float_f16,      ActKind::F32,   kern::kF16},
     {GgmlType::Q4_0,       "q4_0",       32,    18,    1,    to_float_q4_0,     ActKind::Q8_32, kern::kQ4_0},
-    {GgmlType::Q4_1,       "q4_1",       32,    20,    1,    nullptr,           kNone,          -1},
+    {GgmlType::Q4_1,       "q4_1",       32,    20,    1,    to_float_q4_1,     ActKind::Q8_32, kern::kQ4_1},
     {GgmlType::Q5_0,       "q5_0",       32,    22,    1,    to_float_q5_0,     ActKind::Q8_32, kern::kQ5_0},
-    {GgmlType::Q5_1,       "q5_1",       32,    24,    1,    nullptr,           kNone,          -1},
+    {GgmlType::Q5_1,       "q5_1",       32,    24,    1,    to_float_q5_1,     ActKind::Q8_32, kern::kQ5_1},
     {GgmlType::Q8_0,       "q8_0",       32,    34,    1,    to_float_q8_0,     ActKind::Q8_32, kern::kQ8_0},
     {GgmlType::Q8_1,       "q8_1",       32,    36,    1,    nullptr,           kNone,          -1},
     {GgmlType::Q2_K,       "q2_K",       256,   84,    1,    nullptr,           kNone,          -1},
@@ -52,6 +54,8 @@ constexpr const TypeInfo& entry(GgmlType t) {
 
 // The block layouts the kernels read are the ones the table sizes.
 static_assert(entry(GgmlType::Q4_0).type_size == sizeof(BlockQ4_0) && entry(GgmlType::Q4_0).block_size == kQK);
+static_assert(entry(GgmlType::Q4_1).type_size == sizeof(BlockQ4_1) && entry(GgmlType::Q4_1).block_size == kQK);
+static_assert(entry(GgmlType::Q5_1).type_size == sizeof(BlockQ5_1) && entry(GgmlType::Q5_1).block_size == kQK);
 static_assert(entry(GgmlType::Q5_0).type_size == sizeof(BlockQ5_0) && entry(GgmlType::Q5_0).block_size == kQK);
 static_assert(entry(GgmlType::Q8_0).type_size == sizeof(BlockQ8_0) && entry(GgmlType::Q8_0).block_size == kQK);
 static_assert(entry(GgmlType::Q4_K).type_size == sizeof(BlockQ4_K) && entry(GgmlType::Q4_K).block_size == kQKK);

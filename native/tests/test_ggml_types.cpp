@@ -51,16 +51,18 @@ TEST_CASE(kernel_fields_come_together) {
         CHECK_EQ(row_granularity(raw(t.type)), int64_t(t.tile_rows));
         if (computable) CHECK(kernels.insert(t.kernel).second);
     }
-    CHECK_EQ(kernels.size(), size_t(10));
+    CHECK_EQ(kernels.size(), size_t(12));
 }
 
 TEST_CASE(entries_match_the_block_structs) {
     CHECK_EQ(type_info(GgmlType::Q4_0)->type_size, uint32_t(sizeof(BlockQ4_0)));
     CHECK_EQ(type_info(GgmlType::Q5_0)->type_size, uint32_t(sizeof(BlockQ5_0)));
+    CHECK_EQ(type_info(GgmlType::Q4_1)->type_size, uint32_t(sizeof(BlockQ4_1)));
+    CHECK_EQ(type_info(GgmlType::Q5_1)->type_size, uint32_t(sizeof(BlockQ5_1)));
     CHECK_EQ(type_info(GgmlType::Q8_0)->type_size, uint32_t(sizeof(BlockQ8_0)));
     CHECK_EQ(type_info(GgmlType::Q4_K)->type_size, uint32_t(sizeof(BlockQ4_K)));
     CHECK_EQ(type_info(GgmlType::Q6_K)->type_size, uint32_t(sizeof(BlockQ6_K)));
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0})
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
         CHECK_EQ(type_info(t)->block_size, uint32_t(kQK));
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) CHECK_EQ(type_info(t)->block_size, uint32_t(kQKK));
     for (GgmlType t : {GgmlType::HM_Q4_G32, GgmlType::HM_Q4_G64, GgmlType::HM_Q4_G128}) {

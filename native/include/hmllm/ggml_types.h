@@ -37,7 +37,7 @@ enum class GgmlType : uint32_t {
 enum class ActKind : uint32_t {
     None = 0,  // unsupported weight type
     F32,       // F32 / F16 weights: the floats themselves
-    Q8_32,     // Q4_0 / Q5_0 / Q8_0 / HM_Q4_*: int8 per element, float scale + int sum per 32
+    Q8_32,     // Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / HM_Q4_*: int8 per element, float scale + int sum per 32
     Q8_K,      // Q4_K / Q6_K: int8 per element, float scale per 256, int sum per 16
 };
 
