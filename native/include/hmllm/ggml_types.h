@@ -37,8 +37,9 @@ enum class GgmlType : uint32_t {
 enum class ActKind : uint32_t {
     None = 0,  // unsupported weight type
     F32,       // F32 / F16 weights: the floats themselves
-    Q8_32,     // Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / HM_Q4_*: int8 per element, float scale + int sum per 32
+    Q8_32,     // Q4_0 / Q5_0 / Q8_0 / HM_Q4_*: int8 per element, float scale + int sum per 32
     Q8_K,      // Q4_K / Q6_K: int8 per element, float scale per 256, int sum per 16
+    Q8_1,      // Q4_1 / Q5_1: Q8_32 plus fp16(d * sum) per 32 (ggml's block_q8_1 s, d before rounding)
 };
 
 // Row `row` of a matrix of n_cols columns starting at `matrix`, as floats (the scalar reference).

@@ -43,7 +43,8 @@ struct ActRow {
     const float* f;     // F32: n_cols floats
     const int8_t* q;    // Q8_*: n_cols quants
     const float* d;     // Q8_32: scale per 32; Q8_K: scale per 256
-    const int16_t* s;   // Q8_32: sum of quants per 32; Q8_K: per 16
+    const int16_t* s;   // Q8_32 / Q8_1: sum of quants per 32; Q8_K: per 16
+    const float* sd;    // Q8_1: fp16(d * sum of quants) per 32, as a float (the offset term's factor)
 };
 
 // Activations quantized once per matmul (8-bit per block for the integer paths), shared
@@ -67,6 +68,7 @@ private:
     std::vector<int8_t> q_;
     std::vector<float> d_;
     std::vector<int16_t> s_;
+    std::vector<float> sd_;
 };
 
 // y[b * y_stride + r] = dot(row r of w, activation row b), for rows r in [r0, r1), all batch

@@ -109,12 +109,13 @@ inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {
 // ---- Activation blocks (produced by Activations::quantize, never stored in files).
 // Q8_32: per 32 values a float scale and the int sum of the quants (used for weight offsets).
 // Q8_K : per 256 values a float scale, and per 16 the int sum of the quants (used for mins).
+// Q8_1 : Q8_32 plus, per 32, fp16(d * sum of the quants) as a float (Q4_1 / Q5_1's offsets).
 //
 // ---- Dot products: integer sums per block are exact; the float steps follow one canonical
 // order on every kernel set (full list in src/kernels/kernel_table.h), blocks in order, one
 // accumulator per output:
 //   32-blocks (Q4_0, Q5_0, Q8_0, HM_Q4 per row): acc = fma((float)isum, fp16(d_w) * d_a, acc)
-//   Q4_1 / Q5_1: that step, then acc = fma(fp16(m_w), d_a * (float)s_a, acc)
+//   Q4_1 / Q5_1: that step, then acc = fma(fp16(m_w), sd_a, acc), sd_a = fp16(d * s_a) (Q8_1)
 //   Q4_K: acc = fma((float)isum, fp16(d) * d_a, acc); acc = fma((float)msum, -(fp16(dmin) * d_a), acc)
 //   Q6_K: acc = fma((float)isum, fp16(d) * d_a, acc)
 

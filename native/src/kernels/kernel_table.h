@@ -11,10 +11,11 @@
 // (row, batch row), starting at +0, blocks in order from the first to the last:
 //
 //   Q4_0 / Q5_0 / Q8_0, block i of 32:  acc = fma((float)isum_i, fp16(d_w) * d_a, acc)
-//   Q4_1 / Q5_1, block i of 32 (q unsigned, x = d_w * q + m_w; llama.cpp's d*d*isum + m*s with
-//       s_a the activation block's int sum):
+//   Q4_1 / Q5_1, block i of 32 (q unsigned, x = d_w * q + m_w; llama.cpp's d*d*isum + m*s):
 //                                       acc = fma((float)isum_i, fp16(d_w) * d_a, acc)
-//                                       acc = fma(fp16(m_w), d_a * (float)s_a, acc)
+//                                       acc = fma(fp16(m_w), sd_a, acc)
+//       (sd_a = fp16(d * s_a) of the Q8_1 activations: d the block's scale before its fp16
+//        rounding, s_a its int sum; one float per block, computed once by Activations)
 //   HM_Q4_*, row r, 32-column chunk i:  acc_r = fma((float)(isum_ri - 8 * s_a), fp16(d_wr) * d_a, acc_r)
 //   Q4_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
 //       (isum_i = sum_j sc_j * dot_j)   acc = fma((float)msum_i, -(fp16(dmin) * d_a), acc)

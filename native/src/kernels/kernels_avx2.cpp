@@ -239,7 +239,8 @@ void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float o
 }
 
 // Q4_1 / Q5_1: unsigned 0..15 / 0..31 times the activations, then the canonical second step
-// acc_r = fma(m_wr, d_a * s_a, acc_r). Each block's m is the fp16 at byte 2.
+// acc_r = fma(m_wr, sd_a, acc_r), sd_a the activation block's fp16(d * sum). Each block's m is the
+// fp16 at byte 2.
 template <class B>
 inline __m128 mins4(const uint8_t* const rows[4], int64_t i) {
     const auto m = [&](int r) { return static_cast<uint64_t>(reinterpret_cast<const B*>(rows[r])[i].m); };
@@ -247,7 +248,7 @@ inline __m128 mins4(const uint8_t* const rows[4], int64_t i) {
 }
 
 inline __m128 min_step4(__m128 acc, __m128 mw, const ActRow& a, int64_t i) {
-    return _mm_fmadd_ps(mw, _mm_set1_ps(a.d[i] * static_cast<float>(a.s[i])), acc);
+    return _mm_fmadd_ps(mw, _mm_set1_ps(a.sd[i]), acc);
 }
 
 void dot4_q4_1(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
@@ -459,7 +460,7 @@ struct HasMin<L, decltype(void(L::kMin))> { static constexpr bool value = L::kMi
 // back (kernels_scalar.cpp); that is checked, and rows spaced otherwise go one per span.
 struct ActSpan {
     ActRow a;
-    int64_t q, d, s;
+    int64_t q, d, s, sd;
     int n;
 };
 constexpr int kSpan = 64;
@@ -469,22 +470,24 @@ void for_act_spans(const Activations& act, F&& f) {
     const int64_t nb = act.batch();
     for (int64_t b0 = 0; b0 < nb; b0 += kSpan) {
         const int n = static_cast<int>(nb - b0 < kSpan ? nb - b0 : kSpan);
-        ActSpan sp{act.row(b0), 0, 0, 0, n};
+        ActSpan sp{act.row(b0), 0, 0, 0, 0, n};
         if (n > 1) {
             const ActRow a1 = act.row(b0 + 1);
             sp.q = a1.q - sp.a.q;
             sp.d = a1.d - sp.a.d;
             sp.s = a1.s - sp.a.s;
+            sp.sd = sp.a.sd ? a1.sd - sp.a.sd : 0;
         }
         bool even = true;
         for (int k = 2; k < n && even; ++k) {
             const ActRow ak = act.row(b0 + k);
-            even = ak.q == sp.a.q + k * sp.q && ak.d == sp.a.d + k * sp.d && ak.s == sp.a.s + k * sp.s;
+            even = ak.q == sp.a.q + k * sp.q && ak.d == sp.a.d + k * sp.d && ak.s == sp.a.s + k * sp.s &&
+                   (!sp.a.sd || ak.sd == sp.a.sd + k * sp.sd);
         }
         if (even) {
             f(b0, sp);
         } else {
-            for (int k = 0; k < n; ++k) f(b0 + k, ActSpan{act.row(b0 + k), 0, 0, 0, 1});
+            for (int k = 0; k < n; ++k) f(b0 + k, ActSpan{act.row(b0 + k), 0, 0, 0, 0, 1});
         }
     }
 }
@@ -531,11 +534,12 @@ void matmul_32x8(const MatView& w, const Activations& act, float* y, int64_t ys,
                 const int8_t* q = sp.a.q + kQK * i;
                 const float* d = sp.a.d + i;
                 const int16_t* s = sp.a.s + i;
-                for (int k = 0; k < sp.n; ++k, q += sp.q, d += sp.d, s += sp.s) {
+                const float* sd = HasMin<L>::value ? sp.a.sd + i : nullptr;
+                for (int k = 0; k < sp.n; ++k, q += sp.q, d += sp.d, s += sp.s, sd += HasMin<L>::value ? sp.sd : 0) {
                     const __m256i isum = L::isum(dec, q, s);
                     acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dec.d, _mm256_set1_ps(*d)), acc[k]);
                     if constexpr (HasMin<L>::value)
-                        acc[k] = _mm256_fmadd_ps(dec.m, _mm256_set1_ps(*d * static_cast<float>(*s)), acc[k]);
+                        acc[k] = _mm256_fmadd_ps(dec.m, _mm256_set1_ps(*sd), acc[k]);
                 }
             }
             store8(acc, sp.n, y, ys, b0, r, r1);

@@ -184,7 +184,7 @@ struct Q5_0Rows {
 };
 
 // Q4_1 / Q5_1: unsigned quants and no offset in the integer sum; each block's m_w times the
-// activation block's d_a * s_a is a second fma (kMin, kernel_table.h).
+// activation block's fp16(d * sum) is a second fma (kMin, kernel_table.h).
 template <class B>
 inline float32x4_t block_mins4(const B* const b[4]) {
     uint16x4_t h = vdup_n_u16(0);
@@ -230,7 +230,7 @@ struct HasMin<L, decltype(void(L::kMin))> { static constexpr bool value = L::kMi
 template <class L>
 inline float32x4_t step32(float32x4_t acc, int32x4_t isum, const Dec32& dec, const ActRow& a, int64_t i) {
     acc = block_step4(acc, isum, dec.d, a.d[i]);
-    if constexpr (HasMin<L>::value) acc = vfmaq_f32(acc, dec.m, vdupq_n_f32(a.d[i] * static_cast<float>(a.s[i])));
+    if constexpr (HasMin<L>::value) acc = vfmaq_f32(acc, dec.m, vdupq_n_f32(a.sd[i]));
     return acc;
 }
 

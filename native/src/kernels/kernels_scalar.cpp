@@ -21,7 +21,7 @@ namespace {
 // Rounds the activations exactly as ggml does (its Q8_0 keeps the scale as fp16; its Q8_K scale
 // is 1 / (127 / amax)), so logits agree with llama.cpp's to within summation order and greedy
 // decoding follows the same path through near-ties.
-float quantize_block(const float* x, int n, int8_t* q) {
+float quantize_block(const float* x, int n, int8_t* q, float* d_exact = nullptr) {
     float amax = 0.0f;
     // std::max, not std::fmax: the same for every input here (a NaN is skipped by both, as
     // amax < NaN is false), but inlined, where fmax is a libm call per value on the leader thread
@@ -29,6 +29,7 @@ float quantize_block(const float* x, int n, int8_t* q) {
     for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     const float d = n == kQK ? fp16_to_fp32(fp32_to_fp16(amax / 127.0f)) : (amax > 0.0f ? 1.0f / id : 0.0f);
+    if (d_exact != nullptr) *d_exact = amax / 127.0f;
     for (int i = 0; i < n; ++i) {
         const float v = std::nearbyint(x[i] * id);
         q[i] = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, v)));  // NaN -> 127, as fmax/fmin
@@ -64,6 +65,18 @@ void Activations::quantize(uint32_t weight_type, const float* x, int64_t n_cols,
                 s_[i] = sum_q(&q_[kQK * i], kQK);
             }
             break;
+        case ActKind::Q8_1:  // ggml's quantize_row_q8_1: s = fp16(d * sum), d the scale before rounding
+            q_.resize(n);
+            d_.resize(n / kQK);
+            s_.resize(n / kQK);
+            sd_.resize(n / kQK);
+            for (size_t i = 0; i < n / kQK; ++i) {
+                float d_exact;
+                d_[i] = quantize_block(x + kQK * i, kQK, &q_[kQK * i], &d_exact);
+                s_[i] = sum_q(&q_[kQK * i], kQK);
+                sd_[i] = fp16_to_fp32(fp32_to_fp16(d_exact * static_cast<float>(s_[i])));
+            }
+            break;
         case ActKind::Q8_K:
             q_.resize(n);
             d_.resize(n / kQKK);
@@ -75,7 +88,7 @@ void Activations::quantize(uint32_t weight_type, const float* x, int64_t n_cols,
 }
 
 ActRow Activations::row(int64_t b) const {
-    ActRow r{nullptr, nullptr, nullptr, nullptr};
+    ActRow r{nullptr, nullptr, nullptr, nullptr, nullptr};
     switch (kind_) {
         case ActKind::None: break;
         case ActKind::F32: r.f = f_.data() + b * n_cols_; break;
@@ -83,6 +96,12 @@ ActRow Activations::row(int64_t b) const {
             r.q = q_.data() + b * n_cols_;
             r.d = d_.data() + b * (n_cols_ / kQK);
             r.s = s_.data() + b * (n_cols_ / kQK);
+            break;
+        case ActKind::Q8_1:
+            r.q = q_.data() + b * n_cols_;
+            r.d = d_.data() + b * (n_cols_ / kQK);
+            r.s = s_.data() + b * (n_cols_ / kQK);
+            r.sd = sd_.data() + b * (n_cols_ / kQK);
             break;
         case ActKind::Q8_K:
             r.q = q_.data() + b * n_cols_;
@@ -248,7 +267,7 @@ float dot_q5_0(const uint8_t* w, const ActRow& a, int64_t n) {
 }
 
 // Q4_1 / Q5_1: the unsigned quants' integer dot, then the offset m_w times the activation
-// block's sum (llama.cpp: d_w * d_a * isum + m_w * s_a).
+// block's fp16(d * sum) (llama.cpp: d_w * d_a * isum + m_w * s_a, s_a from block_q8_1).
 template <class B, int (*Quant)(const B&, int)>
 float dot_affine(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const B*>(w);
@@ -258,7 +277,7 @@ float dot_affine(const uint8_t* w, const ActRow& a, int64_t n) {
         int isum = 0;
         for (int e = 0; e < 32; ++e) isum += Quant(b[i], e) * q[e];
         acc = block_step(acc, isum, b[i].d, a.d[i]);
-        acc = std::fma(fp16_to_fp32(b[i].m), a.d[i] * static_cast<float>(a.s[i]), acc);
+        acc = std::fma(fp16_to_fp32(b[i].m), a.sd[i], acc);
     }
     return acc;
 }
