@@ -94,4 +94,33 @@ const TypeInfo* all_type_infos(int* count) {
     return kTypes;
 }
 
+const char* ggml_type_name(uint32_t raw_type) {
+    if (const TypeInfo* t = type_info(raw_type)) return t->name;
+    // ggml's ids without a row here (ggml.h's enum ggml_type; 4, 5 and 31-33 are retired), for messages.
+    static const char* const kGgmlNames[] = {
+        "f32", "f16", "q4_0", "q4_1", nullptr, nullptr, "q5_0", "q5_1", "q8_0", "q8_1",
+        "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K", "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s",
+        "iq4_nl", "iq3_s", "iq2_s", "iq4_xs", "i8", "i16", "i32", "i64", "f64", "iq1_m",
+        "bf16", nullptr, nullptr, nullptr, "tq1_0", "tq2_0", nullptr, nullptr, nullptr, "mxfp4"};
+    constexpr uint32_t n = sizeof kGgmlNames / sizeof kGgmlNames[0];
+    return raw_type < n ? kGgmlNames[raw_type] : nullptr;
+}
+
+std::string unrunnable_tensor_message(const std::string& tensor, uint32_t raw_type) {
+    const char* name = ggml_type_name(raw_type);
+    std::string runs;
+    int n = 0;
+    const TypeInfo* types = all_type_infos(&n);
+    int last = -1;
+    for (int i = 0; i < n; ++i)
+        if (types[i].kernel >= 0) last = i;
+    for (int i = 0; i < n; ++i) {
+        if (types[i].kernel < 0) continue;
+        if (!runs.empty()) runs += i == last ? " and " : ", ";
+        runs += types[i].name;
+    }
+    return "tensor " + tensor + " has type " + (name ? std::string(name) : "number " + std::to_string(raw_type)) +
+           ", which this runtime cannot run; it runs files whose tensors are " + runs;
+}
+
 }  // namespace hmllm

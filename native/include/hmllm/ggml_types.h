@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace hmllm {
 
@@ -64,5 +65,14 @@ inline const TypeInfo* type_info(GgmlType type) { return type_info(static_cast<u
 
 // Every known type, in id order (for tests and tools that go over them all).
 const TypeInfo* all_type_infos(int* count);
+
+// ggml's name of any type id (its spelling, "iq2_xxs", "q4_K"), also for ids the table has no row
+// for; nullptr for an id ggml does not assign.
+const char* ggml_type_name(uint32_t raw_type);
+
+// The sentence that refuses a tensor whose type this runtime cannot compute with: "tensor NAME has
+// type iq2_xxs, which this runtime cannot run; it runs files whose tensors are f32, f16, ..." (the
+// list: the table's types with a kernel). `tensor` is written as given (callers quote it or not).
+std::string unrunnable_tensor_message(const std::string& tensor, uint32_t raw_type);
 
 }  // namespace hmllm
