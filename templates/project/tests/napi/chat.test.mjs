@@ -191,7 +191,9 @@ test('InferenceService.chat drops the oldest turns, never the system message, wh
 const chatModel = process.env.HMBUILD_CHAT_TEST_MODEL;
 const needsChatModel = { skip: chatModel ? false : 'HMBUILD_CHAT_TEST_MODEL is not set (hmbuild fetch-model smollm2-135m-instruct)' };
 const smolFormat = readFileSync(new URL('./smollm2_chat_format.json', import.meta.url), 'utf8');
-const smol = { contextSize: 256, threads: 2, chatFormat: smolFormat };
+// No deadline: under qemu -cpu cortex-a53 a whole answer takes longer than the 15 s default, and
+// these tests are about what ends it.
+const smol = { contextSize: 256, threads: 2, chatFormat: smolFormat, timeoutMs: 600000 };
 
 test('chatAsync: SmolLM2 ends its answer itself, stop <|im_end|>, long before maxTokens', needsChatModel, async () => {
   const id = lib.init(chatModel, smol);
