@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,10 +64,24 @@ struct ModelWeights {
     const float* rope_freqs = nullptr;
     std::vector<LayerWeights> layers;
     uint64_t weight_bytes = 0;  // bytes of all tensors the forward pass reads
+    // The matrices interleaved at load (MatView::interleaved) live here, their file pages given
+    // back; shared so that copies of these weights keep them alive.
+    std::shared_ptr<uint8_t[]> interleaved_store;
+    uint64_t interleaved_bytes = 0;
+    double interleave_ms = 0;  // what interleaving cost this load (part of a cold first token)
 };
 
 // Reads the config from metadata and binds every tensor; a missing tensor, a wrong shape or an
 // unsupported type is an error naming the tensor.
+// The weights are views into the mapping: nothing is copied.
 Status load_model(const GgufFile& gguf, ModelConfig* config, ModelWeights* weights);
+
+// Interleaves the matrices the active kernel set reads faster that way (kernels.h) into memory the
+// weights then own, a slice of rows at a time, giving each slice's file pages back (drop_pages) as
+// soon as it is copied: resident memory stays about the file's size (the bytes move, they are not
+// doubled), the peak one slice (1 MB) above it. Without the memory for the copy the file layout
+// is kept, which every kernel set also computes with. A session does this once after load_model;
+// interleaving the same file twice would hold two copies.
+void interleave_weights(const GgufFile& gguf, ModelWeights* weights);
 
 }  // namespace hmllm

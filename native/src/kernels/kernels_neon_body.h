@@ -673,14 +673,76 @@ inline void tile_hm(const uint8_t* tile, const ActRow* const a[NB], int64_t n, f
     for (int t = 0; t < NB; ++t) out[t] = acc[t];
 }
 
+// One activation row against T tiles (4T rows) at once (decode): each step's 128 activations, their
+// offsets and scales are loaded once for all T tiles instead of once per tile. Lane r of out[t] =
+// row r of tile t, each lane doing dot4_hm's canonical chunk steps.
+template <int J>
+inline float32x4_t hm_step_x(float32x4_t acc, const uint8_t* nb, int8x16_t alo, int8x16_t ahi, int32x4_t noff,
+                             float32x4_t ws, float32x4_t da) {
+    const uint8x16x4_t v = vld1q_u8_x4(nb);
+    int32x4_t s = vdotq_laneq_s32(vdupq_laneq_s32(noff, J), lo_nib(v.val[0]), alo, 0);
+    s = vdotq_laneq_s32(s, lo_nib(v.val[1]), alo, 1);
+    s = vdotq_laneq_s32(s, lo_nib(v.val[2]), alo, 2);
+    s = vdotq_laneq_s32(s, lo_nib(v.val[3]), alo, 3);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[0]), ahi, 0);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[1]), ahi, 1);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[2]), ahi, 2);
+    s = vdotq_laneq_s32(s, hi_nib(v.val[3]), ahi, 3);
+    return vfmaq_f32(acc, vcvtq_f32_s32(s), vmulq_laneq_f32(ws, da, J));
+}
+
+template <int G, int T>
+inline void tiles_hm_row(const uint8_t* tile0, size_t tb, const ActRow& a, int64_t n, float32x4_t out[T]) {
+    constexpr int kC = G / 32;
+    constexpr int64_t kTgb = hm_tile_group_bytes(G);
+    constexpr int kGroups = 4 / kC;  // tile-groups per 4-chunk step
+    const uint8_t* p[T];
+    float32x4_t acc[T];
+    for (int t = 0; t < T; ++t) p[t] = tile0 + t * tb, acc[t] = vdupq_n_f32(0);
+    for (int64_t blk = 0; blk + 4 <= n / 32; blk += 4) {
+        const int32x4_t noff = vmulq_n_s32(vmovl_s16(vld1_s16(a.s + blk)), -8);
+        const float32x4_t da = vld1q_f32(a.d + blk);
+        const int8x16x4_t x01 = vld1q_s8_x4(a.q + 32 * blk), x23 = vld1q_s8_x4(a.q + 32 * blk + 64);
+        for (int t = 0; t < T; ++t) {
+            float32x4_t ws[kGroups];
+            for (int g = 0; g < kGroups; ++g) ws[g] = h2f4(p[t] + g * kTgb);
+            const uint8_t* q = p[t] + 8;
+            acc[t] = hm_step_x<0>(acc[t], q, x01.val[0], x01.val[1], noff, ws[0], da);
+            acc[t] = hm_step_x<1>(acc[t], q + (1 / kC) * kTgb + 64 * (1 % kC), x01.val[2], x01.val[3], noff, ws[1 / kC], da);
+            acc[t] = hm_step_x<2>(acc[t], q + (2 / kC) * kTgb + 64 * (2 % kC), x23.val[0], x23.val[1], noff, ws[2 / kC], da);
+            acc[t] = hm_step_x<3>(acc[t], q + (3 / kC) * kTgb + 64 * (3 % kC), x23.val[2], x23.val[3], noff, ws[3 / kC], da);
+            p[t] += kGroups * kTgb;
+        }
+    }
+    for (int t = 0; t < T; ++t) out[t] = acc[t];
+}
+
 // Tiles against tokens in fours (prompts); one token, or the last 1-3, through dot4_hm.
 template <int G>
 void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
     const int64_t nb = act.batch(), n = w.n_cols;
-    if (nb < 4) return matmul_tiles<dot4_hm<G>>(w, act, y, ys, r0, r1);
     const size_t tb = 4 * row_bytes(w.type, n);
     const ActRowTable rows_a(act);
-    for (int64_t r = r0; r < r1; r += 4) {
+    int64_t r = r0;
+    if (nb == 1 && (n / 32) % 4 == 0) {
+        constexpr int kT = 4;  // tiles per step: 16 rows share each activation load
+        const ActRow& a = *rows_a.at(0);
+        for (; r + 4 * kT <= r1; r += 4 * kT) {
+            const uint8_t* tile = w.data + (r / 4) * tb;
+            if (r + 8 * kT <= r1) prefetch_bytes(tile + kT * tb, kT * tb);
+            float32x4_t o[kT];
+            tiles_hm_row<G, kT>(tile, tb, a, n, o);
+            for (int t = 0; t < kT; ++t) vst1q_f32(y + r + 4 * t, o[t]);
+        }
+        for (; r < r1; r += 4) {
+            float32x4_t o[1];
+            tiles_hm_row<G, 1>(w.data + (r / 4) * tb, tb, a, n, o);
+            vst1q_f32(y + r, o[0]);
+        }
+        return;
+    }
+    if (nb < 4) return matmul_tiles<dot4_hm<G>>(w, act, y, ys, r0, r1);
+    for (; r < r1; r += 4) {
         const uint8_t* tile = w.data + (r / 4) * tb;
         if (r + 8 <= r1) prefetch_bytes(tile + tb, tb);
         int64_t b = 0;
@@ -703,6 +765,123 @@ void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_
 }
 #endif
 
+#if HMLLM_NEON_DOTPROD
+// ---- Interleaved row groups (kernels.h): a 16-byte piece holds 4 bytes of each of four rows, and
+// SDOT by element multiplies it by 4 activations, so a block of four rows is eight SDOTs into one
+// accumulator whose lane r is row r's integer sum: no horizontal sums, and the four rows' scales
+// are one load. Q5_0 starts each block's sum at -16 * s_a (exact, as the scalar isum - 16 * s_a).
+struct X4Q8 {
+    static constexpr int kOffset = 0, kScales = 128;
+    static inline void decode(const uint8_t* g, int8x16_t w[8]) {
+        // Two 4-register loads (LD1 of 64 bytes each) for the 128 bytes.
+        const int8x16x4_t a = vld1q_s8_x4(reinterpret_cast<const int8_t*>(g));
+        const int8x16x4_t b = vld1q_s8_x4(reinterpret_cast<const int8_t*>(g + 64));
+        w[0] = a.val[0], w[1] = a.val[1], w[2] = a.val[2], w[3] = a.val[3];
+        w[4] = b.val[0], w[5] = b.val[1], w[6] = b.val[2], w[7] = b.val[3];
+    }
+};
+
+struct X4Q5 {
+    static constexpr int kOffset = 16, kScales = 80;
+    // Piece k's nibbles: low = elements 4k.., high = 16 + 4k.. (pieces k and k + 4); bit k of the
+    // fifth-bit bytes moves to bit 4 (one shift) and is inserted above the nibble (one BIT).
+    static inline void decode(const uint8_t* g, int8x16_t w[8]) {
+        const uint8x16_t qh = vld1q_u8(g), b4 = vdupq_n_u8(0x10), m4 = vdupq_n_u8(0x0F);
+        for (int k = 0; k < 4; ++k) {
+            const uint8x16_t raw = vld1q_u8(g + 16 + 16 * k);
+            const uint8x16_t h_lo = vshlq_u8(qh, vdupq_n_s8(int8_t(4 - k)));
+            const uint8x16_t h_hi = vshlq_u8(qh, vdupq_n_s8(int8_t(-k)));
+            w[k] = vreinterpretq_s8_u8(vbslq_u8(b4, h_lo, vandq_u8(raw, m4)));
+            w[k + 4] = vreinterpretq_s8_u8(vbslq_u8(b4, h_hi, vshrq_n_u8(raw, 4)));
+        }
+    }
+};
+
+inline int32x4_t dot_x4(int32x4_t s, const int8x16_t w[8], int8x16_t ql, int8x16_t qh) {
+    s = vdotq_laneq_s32(s, w[0], ql, 0);
+    s = vdotq_laneq_s32(s, w[1], ql, 1);
+    s = vdotq_laneq_s32(s, w[2], ql, 2);
+    s = vdotq_laneq_s32(s, w[3], ql, 3);
+    s = vdotq_laneq_s32(s, w[4], qh, 0);
+    s = vdotq_laneq_s32(s, w[5], qh, 1);
+    s = vdotq_laneq_s32(s, w[6], qh, 2);
+    return vdotq_laneq_s32(s, w[7], qh, 3);
+}
+
+// Group rows (four weight rows each) x NB activation rows: out[j * NB + k] lane r = y(row r of group
+// j, activation row k). Decode takes G groups at once so each activation block is loaded once for
+// 4G rows; a prompt takes one group and four activation rows.
+template <class X, int G, int NB>
+inline void tile_x4(const uint8_t* g0, size_t gb, int64_t n_blocks, const ActRow* const a[NB], float32x4_t out[G * NB]) {
+    const size_t row_gap = size_t(n_blocks) * gb;  // from one group row to the next
+    const uint8_t* g[G];
+    for (int j = 0; j < G; ++j) g[j] = g0 + j * row_gap;
+    const int8_t* q[NB];
+    const float* ad[NB];
+    const int16_t* as[NB];
+    for (int k = 0; k < NB; ++k) q[k] = a[k]->q, ad[k] = a[k]->d, as[k] = a[k]->s;
+    float32x4_t acc[G * NB];
+    for (int k = 0; k < G * NB; ++k) acc[k] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        int8x16_t ql[NB], qh[NB];
+        int32x4_t start[NB];
+        for (int k = 0; k < NB; ++k) {
+            ql[k] = vld1q_s8(q[k] + kQK * i);
+            qh[k] = vld1q_s8(q[k] + kQK * i + 16);
+            start[k] = vdupq_n_s32(X::kOffset ? -X::kOffset * as[k][i] : 0);
+        }
+        for (int j = 0; j < G; ++j) {
+            int8x16_t w[8];
+            X::decode(g[j], w);
+            const float32x4_t d = h2f4(g[j] + X::kScales);
+            g[j] += gb;
+            for (int k = 0; k < NB; ++k)
+                acc[j * NB + k] = block_step4(acc[j * NB + k], dot_x4(start[k], w, ql[k], qh[k]), d, ad[k][i]);
+        }
+    }
+    for (int k = 0; k < G * NB; ++k) out[k] = acc[k];
+}
+
+template <class X, int G, int NB>
+inline void tile_x4_store(const uint8_t* g, size_t gb, int64_t n_blocks, const ActRow* const a[NB], float* y,
+                          int64_t ys, int64_t r, int64_t b) {
+    float32x4_t o[G * NB];
+    tile_x4<X, G, NB>(g, gb, n_blocks, a, o);
+    for (int j = 0; j < G; ++j)
+        for (int k = 0; k < NB; ++k) vst1q_f32(y + (b + k) * ys + r + 4 * j, o[j * NB + k]);
+}
+
+template <class X>
+void matmul_x4(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    const size_t rb = row_bytes(w.type, w.n_cols), gb = 4 * row_bytes(w.type, kQK);
+    const int64_t nb = act.batch(), n_blocks = w.n_cols / kQK;
+    const ActRowTable rows_a(act);
+    int64_t r = r0;
+    if (nb == 1) {
+        constexpr int kG = 4;  // groups per step: 16 rows share each activation load (8 spills)
+        const ActRow* ap[1] = {rows_a.at(0)};
+        for (; r + 4 * kG <= r1; r += 4 * kG) {
+            const uint8_t* g = w.data + r * rb;
+            if (r + 8 * kG <= r1) prefetch_bytes(g + 4 * kG * rb, 4 * kG * rb);
+            tile_x4_store<X, kG, 1>(g, gb, n_blocks, ap, y, ys, r, 0);
+        }
+    }
+    for (; r < r1; r += 4) {
+        const uint8_t* g = w.data + r * rb;  // four rows' bytes, interleaved
+        if (r + 8 <= r1) prefetch_bytes(g + 4 * rb, 4 * rb);
+        int64_t b = 0;
+        for (; b + 4 <= nb; b += 4) {
+            const ActRow* ap[4] = {rows_a.at(b), rows_a.at(b + 1), rows_a.at(b + 2), rows_a.at(b + 3)};
+            tile_x4_store<X, 1, 4>(g, gb, n_blocks, ap, y, ys, r, b);
+        }
+        for (; b < nb; ++b) {
+            const ActRow* ap[1] = {rows_a.at(b)};
+            tile_x4_store<X, 1, 1>(g, gb, n_blocks, ap, y, ys, r, b);
+        }
+    }
+}
+#endif
+
 void fill_all(KernelSet* ks) {
     ks->mm[kF32] = matmul_rows<dot_f32>;
     ks->mm[kF16] = matmul_rows<dot_f16>;
@@ -717,6 +896,9 @@ void fill_all(KernelSet* ks) {
     ks->mm[kHm32] = matmul_hm_tokens<32>;
     ks->mm[kHm64] = matmul_hm_tokens<64>;
     ks->mm[kHm128] = matmul_hm_tokens<128>;
+    ks->mm_x4[kQ8_0] = matmul_x4<X4Q8>;
+    ks->mm_x4[kQ5_0] = matmul_x4<X4Q5>;
+    ks->x4_pays[kQ8_0] = ks->x4_pays[kQ5_0] = true;
 #else
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
