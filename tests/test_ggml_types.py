@@ -9,7 +9,8 @@ from hmbuild.model import ggml_types as T
 
 
 def test_the_named_ids_are_ggufs_own():
-    for name in ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
+    for name in ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+                 "IQ4_NL", "IQ4_XS"):
         assert getattr(T, name) == gguf.GGMLQuantizationType[name].value, name
 
 
@@ -32,7 +33,7 @@ def test_the_python_and_cpp_tables_agree():
     ids = {name: int(v) for name, v in re.findall(r"^\s*(\w+) = (\d+),", header, re.M)}
     rows = re.findall(r'\{GgmlType::(\w+),\s*"(\w+)",\s*(\d+),\s*([\d +]+),\s*\d+,\s*\w+(?:<\d+>)?,'
                       r'\s*[\w:]+,\s*([\w:-]+)\}', src)
-    assert len(rows) == 18, f"the C++ table's rows were not all found: {rows}"
+    assert len(rows) == 20, f"the C++ table's rows were not all found: {rows}"
     with_kernel = {ids[enum] for enum, *_, kernel in rows if kernel != "-1"}
     assert T.ENGINE_TYPES == with_kernel
     for enum, name, block, size, kernel in rows:

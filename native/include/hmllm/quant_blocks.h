@@ -69,6 +69,69 @@ struct BlockQ6_K {
     uint16_t d;
 };
 
+// Q5_K: 256 weights in 8 sub-blocks of 32, x = d * sc[j] * q - dmin * m[j], q in 0..31. Scales,
+// mins and the nibbles of qs as Q4_K; bit j of qh[l] is the fifth bit of element 32j + l.
+struct BlockQ5_K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qh[32];
+    uint8_t qs[128];
+};
+
+// Q3_K: 256 weights in 16 sub-blocks of 16, x = d * (sc[e / 16] - 32) * q, q in -4..3: two low
+// bits in qs and a high bit in hmask, q = low - (high bit clear ? 4 : 0). Two halves of 128; in
+// half h, element 128h + 32j + l (j, shift 2j, in 0..3; l in 0..31) has its low bits at
+// (qs[32h + l] >> 2j) & 3 and its high bit at bit 4h + j of hmask[l]. scales[12] packs sixteen
+// 6-bit values (see q3k_scale).
+struct BlockQ3_K {
+    uint8_t hmask[32];
+    uint8_t qs[64];
+    uint8_t scales[12];
+    uint16_t d;
+};
+
+// Sub-block i's 6-bit scale (0..63; the weight uses it minus 32): low nibble from byte i (i < 8)
+// or the high nibble of byte i - 8, top two bits from byte 8 + i % 4 at bit 2 * (i / 4).
+inline int q3k_scale(int i, const uint8_t* s) {
+    const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
+    return lo | (((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
+}
+
+// Q2_K: 256 weights in 16 sub-blocks of 16, x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4),
+// s = e / 16, q in 0..3. Element 128h + 32j + l (as Q3_K) is (qs[32h + l] >> 2j) & 3.
+struct BlockQ2_K {
+    uint8_t scales[16];
+    uint8_t qs[64];
+    uint16_t d;
+    uint16_t dmin;
+};
+
+// IQ4_NL and IQ4_XS: 4-bit indices into one non-linear table of int8 values (llama.cpp's
+// kvalues_iq4nl), so a weight is d * kIq4Values[index].
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_NL: 32 weights, x = d * kIq4Values[index]; indices as Q4_0's nibbles (byte j: element j low,
+// j + 16 high).
+struct BlockIQ4_NL {
+    uint16_t d;
+    uint8_t qs[16];
+};
+
+// IQ4_XS: 256 weights in 8 sub-blocks of 32, x = d * (ls_j - 32) * kIq4Values[index]; the 6-bit ls_j
+// is the nibble j % 2 of scales_l[j / 2] with bits 2j, 2j+1 of scales_h above it. Sub-block j's
+// indices are qs[16j .. 16j + 15] as IQ4_NL's.
+struct BlockIQ4_XS {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[4];
+    uint8_t qs[128];
+};
+
+inline int iq4xs_scale(int j, const BlockIQ4_XS& b) {
+    return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4);
+}
+
 // ---- HM_Q4_G32 / HM_Q4_G64 / HM_Q4_G128: symmetric INT4, one fp16 scale per row and group of
 // G = 32, 64 or 128 columns, value = (q - 8) * d, q in 0..15. Rows come in tiles of 4 (n_rows % 4 == 0, n_cols % G == 0).
 // The tensor is tiles in row order; a tile is its groups in column order; a tile-group is
@@ -100,7 +163,8 @@ inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {
 // accumulator per output:
 //   32-blocks (Q4_0, Q5_0, Q8_0, HM_Q4 per row): acc = fma((float)isum, fp16(d_w) * d_a, acc)
 //   Q4_K: acc = fma((float)isum, fp16(d) * d_a, acc); acc = fma((float)msum, -(fp16(dmin) * d_a), acc)
-//   Q6_K: acc = fma((float)isum, fp16(d) * d_a, acc)
+//   Q6_K, Q3_K, IQ4_XS: acc = fma((float)isum, fp16(d) * d_a, acc)
+//   Q5_K, Q2_K: as Q4_K; IQ4_NL: as the 32-blocks; BF16: as F16
 
 // fp16 <-> fp32 conversions (fp16_to_fp32 / fp32_to_fp16) come from hmllm/fp16.h; the SIMD
 // files use hardware conversions instead.
