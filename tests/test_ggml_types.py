@@ -46,3 +46,38 @@ def test_the_python_and_cpp_tables_agree():
             assert cpp == (32, 36) and T.block(type_id) == (32, 40)
             continue
         assert T.block(type_id) == cpp, name
+
+
+def test_the_native_dequantize_fixture_is_gguf_pys():
+    """native/tests/data/gguf_dequant.bin, which the native kernel test holds every type's to_float
+    to bit for bit, is what the installed gguf package's gguf.quants.dequantize gives on its blocks."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "record_dequant_reference.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_dequantize_fixture_covers_every_engine_type_and_reads_back():
+    """Each GGUF type the engine runs (all but F32 and hmbuild's own INT4) has blocks in the fixture,
+    and its values are gguf-py's dequantization of those blocks."""
+    import struct
+
+    import numpy as np
+
+    data = (REPO / "native/tests/data/gguf_dequant.bin").read_bytes()
+    assert data[:4] == b"HMDQ"
+    _, count = struct.unpack_from("<II", data, 4)
+    off, seen = 12, set()
+    for _ in range(count):
+        type_id, n, nbytes = struct.unpack_from("<III", data, off)
+        off += 12
+        raw = np.frombuffer(data, np.uint8, nbytes, off)
+        values = np.frombuffer(data, "<f4", n, off + nbytes)
+        want = gguf.quants.dequantize(raw.reshape(1, -1), gguf.GGMLQuantizationType(type_id)).reshape(-1)
+        assert np.array_equal(values.view(np.uint32), want.astype(np.float32).view(np.uint32)), T.type_name(type_id)
+        seen.add(type_id)
+        off += nbytes + 4 * n
+    assert off == len(data)
+    assert seen == T.ENGINE_TYPES - {T.F32, *T.HM_Q4.values()}

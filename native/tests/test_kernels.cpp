@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -483,6 +484,48 @@ TEST_CASE(dequantize_bf16_row) {
     CHECK_EQ(y[1], -2.0f);
     CHECK_EQ(y[2], 3.140625f);
     CHECK_EQ(y[3], 0.0f);
+}
+
+// Blocks of every computable GGUF type and gguf-py's gguf.quants.dequantize of them
+// (scripts/record_dequant_reference.py; tests/test_ggml_types.py checks the fixture is what the
+// installed gguf package gives): to_float is bitwise the same.
+TEST_CASE(to_float_equals_gguf_py) {
+    std::FILE* f = std::fopen(HMLLM_TEST_DATA_DIR "/gguf_dequant.bin", "rb");
+    CHECK(f != nullptr);
+    if (f == nullptr) return;
+    std::vector<uint8_t> data;
+    uint8_t buf[4096];
+    for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) data.insert(data.end(), buf, buf + got);
+    std::fclose(f);
+    const auto u32 = [&](size_t off) {
+        uint32_t v;
+        std::memcpy(&v, &data[off], 4);
+        return v;
+    };
+    CHECK(data.size() >= 12 && std::memcmp(data.data(), "HMDQ", 4) == 0 && u32(4) == 1);
+    const uint32_t count = u32(8);
+    std::set<uint32_t> seen;
+    size_t off = 12;
+    for (uint32_t k = 0; k < count; ++k) {
+        const uint32_t type = u32(off), n = u32(off + 4), nbytes = u32(off + 8);
+        off += 12;
+        CHECK(kernel_supported(type));
+        CHECK_EQ(row_bytes(type, n), size_t(nbytes));
+        std::vector<float> want(n), got(n, NAN);
+        std::memcpy(want.data(), &data[off + nbytes], 4 * size_t(n));
+        dequantize_row(MatView{type, &data[off], n, 1}, 0, got.data());
+        int bad = 0;
+        for (uint32_t i = 0; i < n; ++i)
+            if (std::memcmp(&got[i], &want[i], 4) != 0 && bad++ < 3)
+                std::printf("  type %u element %u: to_float %.9g, gguf-py %.9g\n", type, i, got[i], want[i]);
+        CHECK_EQ(bad, 0);
+        seen.insert(type);
+        off += nbytes + 4 * size_t(n);
+    }
+    CHECK_EQ(off, data.size());
+    // Every ggml type the runtime computes is in the fixture.
+    for (uint32_t t : kAllTypes)
+        if (t != T(GgmlType::F32) && type_info(t)->tile_rows == 1) CHECK(seen.count(t) == 1);
 }
 
 TEST_CASE(dequantize_f16_f32_rows) {
