@@ -662,6 +662,12 @@ TEST_CASE(scalar_outputs_platform_independent) {
         {T(GgmlType::HM_Q4_G32), 512, 0xa874427d0e82e0a2ull},
         {T(GgmlType::HM_Q4_G64), 512, 0x6e5d1b633cd6bdd4ull},
         {T(GgmlType::HM_Q4_G128), 512, 0xd21d200ecd406a25ull},
+        {T(GgmlType::Q5_K), 512, 0x79267714cf434e6aull},
+        {T(GgmlType::Q3_K), 512, 0xf28ef90dd567672aull},
+        {T(GgmlType::Q2_K), 512, 0x58553520af91ea21ull},
+        {T(GgmlType::IQ4_XS), 512, 0x8c3bbf2716ff6c8full},
+        {T(GgmlType::IQ4_NL), 512, 0x8fc00f6af6f9272eull},
+        {T(GgmlType::BF16), 517, 0x705f3b4cc107a2bbull},
     };
     for (const auto& g : golden) {
         const Case c = make_case(g.type, 8, g.cols, 3, 4242 + g.type);
