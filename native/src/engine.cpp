@@ -192,7 +192,7 @@ void Engine::matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n) 
             ready[slot] = true;
         }
         // Many more chunks than threads, so faster cores take more of them.
-        const int64_t gran = row_granularity(w.type);
+        const int64_t gran = row_granularity(w);
         const int64_t want_chunks = int64_t(pool_->size()) * 8;
         int64_t rpc = (w.n_rows + want_chunks - 1) / want_chunks;
         rpc = std::max(gran, std::min<int64_t>((rpc + gran - 1) / gran * gran, 512));

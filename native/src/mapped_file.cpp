@@ -1,5 +1,6 @@
 #include "hmllm/mapped_file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -35,7 +36,8 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),
       data_(other.data_),
       size_(other.size_),
-      mapped_(other.mapped_) {
+      mapped_(other.mapped_),
+      dropped_(std::move(other.dropped_)) {
     other.data_ = nullptr;
     other.size_ = 0;
     other.mapped_ = false;
@@ -48,6 +50,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
         data_ = other.data_;
         size_ = other.size_;
         mapped_ = other.mapped_;
+        dropped_ = std::move(other.dropped_);
         other.data_ = nullptr;
         other.size_ = 0;
         other.mapped_ = false;
@@ -125,7 +128,10 @@ size_t MappedFile::prefault() {
     const volatile uint8_t* bytes = data_;
     uint8_t sink = 0;
     size_t pages = 0;
+    size_t next_drop = 0;  // dropped_ is sorted and merged
     for (size_t off = 0; off < size_; off += page) {
+        while (next_drop < dropped_.size() && dropped_[next_drop].second <= off) ++next_drop;
+        if (next_drop < dropped_.size() && dropped_[next_drop].first <= off) continue;
         sink = static_cast<uint8_t>(sink ^ bytes[off]);
         ++pages;
     }
@@ -133,11 +139,29 @@ size_t MappedFile::prefault() {
     return pages;
 }
 
+void MappedFile::drop_pages(size_t offset, size_t n) const {
+    if (data_ == nullptr || !mapped_ || offset >= size_) return;
+    const size_t page = page_size();
+    const size_t begin = (offset + page - 1) / page * page, end = std::min(offset + n, size_) / page * page;
+    if (end <= begin) return;
+    (void)::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
+    // Kept sorted and merged, so prefault walks it once.
+    dropped_.emplace_back(begin, end);
+    std::sort(dropped_.begin(), dropped_.end());
+    size_t k = 0;
+    for (size_t i = 1; i < dropped_.size(); ++i) {
+        if (dropped_[i].first <= dropped_[k].second) dropped_[k].second = std::max(dropped_[k].second, dropped_[i].second);
+        else dropped_[++k] = dropped_[i];
+    }
+    dropped_.resize(k + 1);
+}
+
 void MappedFile::close() {
     if (data_ == nullptr) return;
     if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = nullptr;
     size_ = 0;
+    dropped_.clear();
     mapped_ = false;
 }
 

@@ -1,6 +1,9 @@
 #include "hmllm/model.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <new>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -151,6 +154,60 @@ Status read_rope_scaling(const GgufFile& g, const std::string& a, int head_dim, 
     return Status{};
 }
 
+// Interleaves the matrices the active kernel set reads faster that way (kernels.h) into memory the
+// weights own, a slice of rows at a time, giving each slice's file pages back as soon as it is
+// copied: resident memory stays about the file's size (the bytes move, they are not doubled), and
+// the peak is one slice above it. Without the memory for the copy, the file layout is used as is.
+void interleave_weights(const GgufFile& gguf, ModelWeights* mw) {
+    std::vector<MatView*> views = {&mw->tok_embd, &mw->output};
+    for (LayerWeights& l : mw->layers)
+        for (MatView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) views.push_back(m);
+    // Each tensor once (a tied output is the embedding's view), in file order.
+    std::vector<const uint8_t*> sources;
+    for (const MatView* m : views)
+        if (m->data && m->n_rows % 4 == 0 && interleave_pays(m->type)) sources.push_back(m->data);
+    std::sort(sources.begin(), sources.end());
+    sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+    if (sources.empty()) return;
+    auto view_of = [&](const uint8_t* p) {
+        for (MatView* m : views)
+            if (m->data == p) return m;
+        return static_cast<MatView*>(nullptr);
+    };
+    uint64_t total = 0;
+    for (const uint8_t* p : sources) {
+        const MatView* m = view_of(p);
+        total += row_bytes(m->type, m->n_cols) * uint64_t(m->n_rows);
+    }
+    if (total > SIZE_MAX) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<uint8_t[]> store(new (std::nothrow) uint8_t[static_cast<size_t>(total)]);
+    if (!store) return;
+    const MappedFile& file = gguf.mapping();
+    uint8_t* out = store.get();
+    for (const uint8_t* p : sources) {
+        const MatView* m = view_of(p);
+        const size_t rb = row_bytes(m->type, m->n_cols);
+        const int64_t slice = std::max<int64_t>(4, int64_t(4 << 20) / int64_t(rb) / 4 * 4);  // ~4 MB
+        for (int64_t r = 0; r < m->n_rows; r += slice) {
+            const int64_t r1 = std::min(m->n_rows, r + slice);
+            interleave_rows(m->type, p, m->n_cols, r, r1, out + size_t(r) * rb);
+            // From the previous slice's start, so the page the two share goes too.
+            const int64_t from = std::max<int64_t>(0, r - slice);
+            file.drop_pages(size_t(p - file.data()) + size_t(from) * rb, size_t(r1 - from) * rb);
+        }
+        for (MatView* v : views)
+            if (v->data == p) {
+                v->data = out;
+                v->interleaved = true;
+            }
+        out += size_t(m->n_rows) * rb;
+    }
+    mw->interleaved_store = std::move(store);
+    mw->interleaved_bytes = total;
+    mw->interleave_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
 Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
@@ -289,6 +346,7 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
                                                               name + ", which is not a weight matrix of this model");
     }
     mw.weight_bytes = b.bytes;
+    interleave_weights(gguf, &mw);
     *cfg = c;
     *w = std::move(mw);
     return Status{};

@@ -1,5 +1,6 @@
 // Kernels: every SIMD set bitwise against the scalar reference, the scalar reference against a
 // double-precision dot of dequantized weights, and dequantization against hand-made blocks.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -211,6 +212,42 @@ void digest(const std::vector<float>& v, uint64_t* h = &g_digest) {  // FNV-1a
     for (size_t i = 0; i < v.size() * sizeof(float); ++i) *h = (*h ^ p[i]) * 1099511628211ull;
 }
 
+bool interleavable(uint32_t type) { return type == T(GgmlType::Q8_0) || type == T(GgmlType::Q5_0); }
+
+// The first rows of c (a multiple of 4) interleaved as the loader does when a set prefers it: every
+// row dequantizes to the file layout's values and every set's products are bitwise the scalar
+// reference's on the file layout (ref), for splits into 4-row granules.
+void check_interleaved(const Case& c, const std::vector<float>& ref) {
+    const int64_t rows = c.rows / 4 * 4;
+    std::vector<uint8_t> xw(row_bytes(c.type, c.cols) * size_t(rows));
+    interleave_rows(c.type, c.w.data(), c.cols, 0, rows, xw.data());
+    CHECK(std::memcmp(xw.data(), c.w.data(), xw.size()) != 0);  // the layout did move bytes
+    MatView mv{c.type, xw.data(), c.cols, rows};
+    mv.interleaved = true;
+    std::vector<float> row(c.cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(mv, r, row.data());
+        CHECK(std::memcmp(row.data(), c.deq[r].data(), row.size() * sizeof(float)) == 0);
+    }
+    Activations act;
+    act.quantize(c.type, c.x.data(), c.cols, c.batch);
+    for (const char* set : available_kernels()) {
+        CHECK(select_kernels(set));
+        for (int64_t step : {rows, int64_t(4), int64_t(8)}) {
+            std::vector<float> y(size_t(rows * c.batch), NAN);
+            for (int64_t r0 = 0; r0 < rows; r0 += step) matmul(mv, act, y.data(), rows, r0, std::min(rows, r0 + step));
+            bool same = true;
+            for (int64_t b = 0; b < c.batch; ++b)
+                for (int64_t r = 0; r < rows; ++r)
+                    same = same && std::memcmp(&y[b * rows + r], &ref[b * c.rows + r], sizeof(float)) == 0;
+            if (!same) std::printf("  %s interleaved type %u cols %lld batch %lld step %lld differs from scalar\n", set,
+                                   c.type, (long long)c.cols, (long long)c.batch, (long long)step);
+            CHECK(same);
+            ++g_bitwise_cases;
+        }
+    }
+}
+
 // Every SIMD set gives bitwise the scalar reference's outputs (kernel_table.h's canonical
 // order), for every shape, batch size and split into row ranges; and the scalar reference is
 // close to a double-precision dot of the dequantized weights.
@@ -267,6 +304,7 @@ void compare_all_sets(uint32_t type) {
                     ++g_bitwise_cases;
                 }
             }
+            if (interleavable(type)) check_interleaved(c, ref);
         }
     }
     CHECK(select_kernels("auto"));

@@ -22,6 +22,10 @@ struct MatView {
     // input row the same way before the product, so (W·R)(R·x) = W·x. Named in the model file by
     // hmllm.rotated_inputs; hmbuild quantize rotates the matrices it writes in 4 bits this way.
     bool rotated = false;
+    // Rows stored in groups of four, interleaved block by block (interleave_rows): the layout the
+    // dot-product kernels read with one SDOT per 4 bytes of four rows. Set at load when the active
+    // kernel set prefers it (interleave_pays); n_rows is then a multiple of 4.
+    bool interleaved = false;
 };
 
 // Width of the blocks hadamard_rows rotates (a rotated matrix's n_cols is a multiple of it).
@@ -76,9 +80,26 @@ private:
 void matmul(const MatView& w, const Activations& act, float* y, int64_t y_stride, int64_t r0,
             int64_t r1);
 int64_t row_granularity(uint32_t type);  // 1 for ggml types; 4 for the interleaved HM INT4 types
+int64_t row_granularity(const MatView& w);  // the type's, or 4 for an interleaved matrix
+
+// ---- Interleaved row groups (Q8_0, Q5_0): four consecutive rows' blocks i side by side, the
+// quants in 4-byte pieces of the four rows in turn, then the four fp16 scales:
+//   Q8_0:  qs[128], d[4]:  qs[16g + 4r + j] = row r's qs[4g + j]           (g = 0..7)
+//   Q5_0:  qh[16], qs[64], d[4]:  qs[16k + 4r + j] = row r's qs[4k + j]   (k = 0..3; low nibble
+//          element 4k + j, high nibble 16 + 4k + j); bit g of qh[4r + j] = fifth bit of row r's
+//          element 4g + j
+// The same bytes as the four rows, so a matrix keeps its size. Each 16-byte piece is one
+// register that multiplies four rows by 4 activations at once (SDOT by element), the pieces sit
+// at multiples of 16 (pairs load in one instruction), and the scales of four rows load as one
+// vector.
+// Whether the active kernel set reads `type` faster interleaved (dotprod / i8mm: Q8_0, Q5_0).
+bool interleave_pays(uint32_t type);
+// Rows [r0, r1) of a matrix of n_cols columns at src (the file layout) into dst, which holds the
+// interleaved layout of the same rows (r0, r1 multiples of 4; dst starts at row r0's group).
+void interleave_rows(uint32_t type, const uint8_t* src, int64_t n_cols, int64_t r0, int64_t r1, uint8_t* dst);
 
 // Dequantizes row `row` of w into dst[n_cols] (used for the token embedding lookup, and
-// references). Always the scalar code.
+// references), interleaved or not. Always the scalar code.
 void dequantize_row(const MatView& w, int64_t row, float* dst);
 
 // Bytes of one row (for HM types: a quarter of a 4-row tile); 0 for unsupported types or an

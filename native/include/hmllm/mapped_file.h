@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hmllm/status.h"
 
@@ -41,7 +43,12 @@ public:
 
     // Reads one byte per page so the whole file is resident before the first token, moving
     // page-fault stalls from inference time to load time. Returns the number of pages touched.
+    // Pages given up with drop_pages stay out.
     size_t prefault();
+    // Gives the whole pages inside [offset, offset + n) back to the kernel (MADV_DONTNEED): bytes
+    // the process has copied elsewhere and will not read here again. They stay readable (a read
+    // faults them in from the file again); prefault skips them. Const: the bytes do not change.
+    void drop_pages(size_t offset, size_t n) const;
 
     // Unmaps now. Idempotent; every pointer obtained from data() becomes invalid.
     void close();
@@ -51,6 +58,7 @@ private:
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
     bool mapped_ = false;  // false for borrowed bytes: nothing to unmap or advise
+    mutable std::vector<std::pair<size_t, size_t>> dropped_;  // page-aligned [begin, end) ranges
 };
 
 }  // namespace hmllm

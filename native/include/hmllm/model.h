@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,11 @@ struct ModelWeights {
     const float* rope_freqs = nullptr;
     std::vector<LayerWeights> layers;
     uint64_t weight_bytes = 0;  // bytes of all tensors the forward pass reads
+    // The matrices interleaved at load (MatView::interleaved) live here, their file pages given
+    // back; shared so that copies of these weights keep them alive.
+    std::shared_ptr<uint8_t[]> interleaved_store;
+    uint64_t interleaved_bytes = 0;
+    double interleave_ms = 0;  // what interleaving cost this load (part of a cold first token)
 };
 
 // Reads the config from metadata and binds every tensor; a missing tensor, a wrong shape or an

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "hmllm/cpu_features.h"
 #include "hmllm/ggml_types.h"
@@ -122,11 +123,31 @@ void matmul(const MatView& w, const Activations& act, float* y, int64_t y_stride
         std::abort();
     }
     if (r1 <= r0) return;
-    active().mm[info->kernel](w, act, y, y_stride, r0, r1);
+    if (w.interleaved) active().mm_x4[info->kernel](w, act, y, y_stride, r0, r1);
+    else active().mm[info->kernel](w, act, y, y_stride, r0, r1);
 }
 
 void dequantize_row(const MatView& w, int64_t row, float* dst) {
-    if (const TypeInfo* info = computable(w.type)) info->to_float(w.data, row, w.n_cols, dst);
+    const TypeInfo* info = computable(w.type);
+    if (info == nullptr) return;
+    if (!w.interleaved) {
+        info->to_float(w.data, row, w.n_cols, dst);
+        return;
+    }
+    std::vector<uint8_t> bytes(row_bytes(w.type, w.n_cols));
+    deinterleave_row(w.type, w.data, row, w.n_cols, bytes.data());
+    info->to_float(bytes.data(), 0, w.n_cols, dst);
+}
+
+int64_t row_granularity(const MatView& w) { return w.interleaved ? 4 : row_granularity(w.type); }
+
+bool interleave_pays(uint32_t type) {
+    const TypeInfo* info = computable(type);
+    return info != nullptr && active().x4_pays[info->kernel] && active().mm_x4[info->kernel] != nullptr;
+}
+
+void interleave_rows(uint32_t type, const uint8_t* src, int64_t n_cols, int64_t r0, int64_t r1, uint8_t* dst) {
+    interleave_matrix(type, src, n_cols, r0, r1, dst);
 }
 
 void hadamard_rows(float* x, int64_t n_cols, int64_t batch) {

@@ -40,6 +40,8 @@
 // exactly the operations above. This assumes the default FP environment (round to nearest,
 // no flush-to-zero), which nothing in hmllm changes; activation quantization is one scalar
 // function for all sets (kernels_scalar.cpp).
+// Interleaved matrices (MatView::interleaved, Q8_0 and Q5_0) only move bytes: each output runs the
+// same chain as above, so an interleaved matrix gives the bits of its file layout in every set.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,11 @@ using MatmulFn = void (*)(const MatView& w, const Activations& act, float* y, in
 struct KernelSet {
     const char* name;
     MatmulFn mm[kSlotCount];
+    // The same products over interleaved row groups (kernels.h); every set has them (the scalar
+    // reference de-interleaves), and x4_pays marks the types a set reads faster that way, which
+    // the loader then interleaves.
+    MatmulFn mm_x4[kSlotCount];
+    bool x4_pays[kSlotCount];
 };
 
 // Each file overrides the slots it accelerates; a set is scalar, then each layer in order.
@@ -88,6 +95,16 @@ void to_float_iq4_nl(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_bf16(const uint8_t* m, int64_t row, int64_t n, float* y);
 template <int G>  // defined for G = 32, 64, 128
 void to_float_hm(const uint8_t* m, int64_t row, int64_t n, float* y);
+
+// Row r (0..3) of one interleaved group of four blocks as its file-layout block: the scalar
+// reference reads interleaved matrices through this.
+void deinterleave_block(uint32_t type, const uint8_t* group, int r, uint8_t* block);
+// Four file-layout blocks (one per row) as one interleaved group.
+void interleave_group(uint32_t type, const uint8_t* const blocks[4], uint8_t* group);
+// Rows [r0, r1) (multiples of 4) of the file layout at src into the interleaved layout at dst.
+void interleave_matrix(uint32_t type, const uint8_t* src, int64_t n_cols, int64_t r0, int64_t r1, uint8_t* dst);
+// Row `row` of an interleaved matrix in its file layout (n_cols / 32 blocks at out).
+void deinterleave_row(uint32_t type, const uint8_t* m, int64_t row, int64_t n_cols, uint8_t* out);
 
 // Scalar reference dots (the canonical order written out plainly).
 float dot_q8_0_ref(const uint8_t* w, const ActRow& a, int64_t n);

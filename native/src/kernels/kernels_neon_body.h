@@ -804,6 +804,111 @@ void matmul_hm_tokens(const MatView& w, const Activations& act, float* y, int64_
 }
 #endif
 
+#if HMLLM_NEON_DOTPROD
+// ---- Interleaved row groups (kernels.h): a 16-byte piece holds 4 bytes of each of four rows, and
+// SDOT by element multiplies it by 4 activations, so a block of four rows is eight SDOTs into one
+// accumulator whose lane r is row r's integer sum: no horizontal sums, and the four rows' scales
+// are one load. Q5_0 starts each block's sum at -16 * s_a (exact, as the scalar isum - 16 * s_a).
+struct X4Q8 {
+    static constexpr int kOffset = 0, kScales = 128;
+    static inline void decode(const uint8_t* g, int8x16_t w[8]) {
+        for (int k = 0; k < 8; ++k) w[k] = vld1q_s8(reinterpret_cast<const int8_t*>(g + 16 * k));
+    }
+};
+
+struct X4Q5 {
+    static constexpr int kOffset = 16, kScales = 80;
+    // Piece k's nibbles: low = elements 4k.., high = 16 + 4k.. (pieces k and k + 4); bit k of the
+    // fifth-bit bytes moves to bit 4 (one shift) and is inserted above the nibble (one BIT).
+    static inline void decode(const uint8_t* g, int8x16_t w[8]) {
+        const uint8x16_t qh = vld1q_u8(g), b4 = vdupq_n_u8(0x10), m4 = vdupq_n_u8(0x0F);
+        for (int k = 0; k < 4; ++k) {
+            const uint8x16_t raw = vld1q_u8(g + 16 + 16 * k);
+            const uint8x16_t h_lo = vshlq_u8(qh, vdupq_n_s8(int8_t(4 - k)));
+            const uint8x16_t h_hi = vshlq_u8(qh, vdupq_n_s8(int8_t(-k)));
+            w[k] = vreinterpretq_s8_u8(vbslq_u8(b4, h_lo, vandq_u8(raw, m4)));
+            w[k + 4] = vreinterpretq_s8_u8(vbslq_u8(b4, h_hi, vshrq_n_u8(raw, 4)));
+        }
+    }
+};
+
+inline int32x4_t dot_x4(int32x4_t s, const int8x16_t w[8], int8x16_t ql, int8x16_t qh) {
+    s = vdotq_laneq_s32(s, w[0], ql, 0);
+    s = vdotq_laneq_s32(s, w[1], ql, 1);
+    s = vdotq_laneq_s32(s, w[2], ql, 2);
+    s = vdotq_laneq_s32(s, w[3], ql, 3);
+    s = vdotq_laneq_s32(s, w[4], qh, 0);
+    s = vdotq_laneq_s32(s, w[5], qh, 1);
+    s = vdotq_laneq_s32(s, w[6], qh, 2);
+    return vdotq_laneq_s32(s, w[7], qh, 3);
+}
+
+// Group rows (four weight rows each) x NB activation rows: out[j * NB + k] lane r = y(row r of group
+// j, activation row k). Decode takes two groups (G = 2) so each activation block is loaded once
+// for eight rows; a prompt takes one group and four activation rows.
+template <class X, int G, int NB>
+inline void tile_x4(const uint8_t* g0, size_t gb, int64_t n_blocks, const ActRow* const a[NB], float32x4_t out[G * NB]) {
+    const size_t row_gap = size_t(n_blocks) * gb;  // from one group row to the next
+    float32x4_t acc[G * NB];
+    for (int k = 0; k < G * NB; ++k) acc[k] = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        int8x16_t w[G][8];
+        float32x4_t d[G];
+        for (int j = 0; j < G; ++j) {
+            const uint8_t* g = g0 + j * row_gap + size_t(i) * gb;
+            X::decode(g, w[j]);
+            d[j] = h2f4(g + X::kScales);
+        }
+        for (int k = 0; k < NB; ++k) {
+            const int8_t* q = a[k]->q + kQK * i;
+            const int8x16_t ql = vld1q_s8(q), qh = vld1q_s8(q + 16);
+            const int32x4_t start = vdupq_n_s32(X::kOffset ? -X::kOffset * a[k]->s[i] : 0);
+            const float da = a[k]->d[i];
+            for (int j = 0; j < G; ++j) acc[j * NB + k] = block_step4(acc[j * NB + k], dot_x4(start, w[j], ql, qh), d[j], da);
+        }
+    }
+    for (int k = 0; k < G * NB; ++k) out[k] = acc[k];
+}
+
+template <class X, int G, int NB>
+inline void tile_x4_store(const uint8_t* g, size_t gb, int64_t n_blocks, const ActRow* const a[NB], float* y,
+                          int64_t ys, int64_t r, int64_t b) {
+    float32x4_t o[G * NB];
+    tile_x4<X, G, NB>(g, gb, n_blocks, a, o);
+    for (int j = 0; j < G; ++j)
+        for (int k = 0; k < NB; ++k) vst1q_f32(y + (b + k) * ys + r + 4 * j, o[j * NB + k]);
+}
+
+template <class X>
+void matmul_x4(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    const size_t rb = row_bytes(w.type, w.n_cols), gb = 4 * row_bytes(w.type, kQK);
+    const int64_t nb = act.batch(), n_blocks = w.n_cols / kQK;
+    const ActRowTable rows_a(act);
+    int64_t r = r0;
+    if (nb == 1) {
+        const ActRow* ap[1] = {rows_a.at(0)};
+        for (; r + 8 <= r1; r += 8) {
+            const uint8_t* g = w.data + r * rb;  // eight rows' bytes, two groups
+            if (r + 16 <= r1) prefetch_bytes(g + 8 * rb, 8 * rb);
+            tile_x4_store<X, 2, 1>(g, gb, n_blocks, ap, y, ys, r, 0);
+        }
+    }
+    for (; r < r1; r += 4) {
+        const uint8_t* g = w.data + r * rb;  // four rows' bytes, interleaved
+        if (r + 8 <= r1) prefetch_bytes(g + 4 * rb, 4 * rb);
+        int64_t b = 0;
+        for (; b + 4 <= nb; b += 4) {
+            const ActRow* ap[4] = {rows_a.at(b), rows_a.at(b + 1), rows_a.at(b + 2), rows_a.at(b + 3)};
+            tile_x4_store<X, 1, 4>(g, gb, n_blocks, ap, y, ys, r, b);
+        }
+        for (; b < nb; ++b) {
+            const ActRow* ap[1] = {rows_a.at(b)};
+            tile_x4_store<X, 1, 1>(g, gb, n_blocks, ap, y, ys, r, b);
+        }
+    }
+}
+#endif
+
 void fill_all(KernelSet* ks) {
     ks->mm[kF32] = matmul_rows<dot_f32>;
     ks->mm[kF16] = matmul_rows<dot_f16>;
@@ -822,6 +927,9 @@ void fill_all(KernelSet* ks) {
     ks->mm[kHm32] = matmul_hm_tokens<32>;
     ks->mm[kHm64] = matmul_hm_tokens<64>;
     ks->mm[kHm128] = matmul_hm_tokens<128>;
+    ks->mm_x4[kQ8_0] = matmul_x4<X4Q8>;
+    ks->mm_x4[kQ5_0] = matmul_x4<X4Q5>;
+    ks->x4_pays[kQ8_0] = ks->x4_pays[kQ5_0] = true;
 #else
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;

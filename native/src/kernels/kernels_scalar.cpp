@@ -524,7 +524,87 @@ template void to_float_hm<32>(const uint8_t*, int64_t, int64_t, float*);
 template void to_float_hm<64>(const uint8_t*, int64_t, int64_t, float*);
 template void to_float_hm<128>(const uint8_t*, int64_t, int64_t, float*);
 
+// ---- Interleaved row groups (kernels.h): the layout, both ways, byte by byte.
+
+namespace {
+// Bytes of one group of four blocks (the same as four file-layout blocks).
+size_t group_bytes(uint32_t type) { return 4 * row_bytes(type, kQK); }
+}  // namespace
+
+void interleave_group(uint32_t type, const uint8_t* const blocks[4], uint8_t* g) {
+    if (type == static_cast<uint32_t>(GgmlType::Q8_0)) {
+        for (int r = 0; r < 4; ++r) {
+            for (int k = 0; k < 8; ++k) std::memcpy(g + 16 * k + 4 * r, blocks[r] + 2 + 4 * k, 4);
+            std::memcpy(g + 128 + 2 * r, blocks[r], 2);  // the fp16 scale
+        }
+        return;
+    }
+    // Q5_0: the fifth bits regrouped, then the nibble bytes as Q8_0's quants are, then the scales.
+    for (int r = 0; r < 4; ++r) {
+        uint32_t bits;
+        std::memcpy(&bits, blocks[r] + 2, 4);
+        // qh[4r + j] bit k = bit 4k + j: the bits 4 apart gathered into one byte in three steps.
+        for (int j = 0; j < 4; ++j) {
+            uint32_t y = (bits >> j) & 0x11111111u;
+            y = (y | (y >> 3)) & 0x03030303u;
+            y = (y | (y >> 6)) & 0x000F000Fu;
+            g[4 * r + j] = uint8_t(y | (y >> 12));
+        }
+        for (int k = 0; k < 4; ++k) std::memcpy(g + 16 + 16 * k + 4 * r, blocks[r] + 6 + 4 * k, 4);
+        std::memcpy(g + 80 + 2 * r, blocks[r], 2);
+    }
+}
+
+void deinterleave_block(uint32_t type, const uint8_t* g, int r, uint8_t* block) {
+    if (type == static_cast<uint32_t>(GgmlType::Q8_0)) {
+        std::memcpy(block, g + 128 + 2 * r, 2);
+        for (int k = 0; k < 8; ++k) std::memcpy(block + 2 + 4 * k, g + 16 * k + 4 * r, 4);
+        return;
+    }
+    std::memcpy(block, g + 80 + 2 * r, 2);
+    uint32_t bits = 0;
+    for (int k = 0; k < 8; ++k)
+        for (int j = 0; j < 4; ++j) bits |= uint32_t((g[4 * r + j] >> k) & 1u) << (4 * k + j);
+    std::memcpy(block + 2, &bits, 4);
+    for (int k = 0; k < 4; ++k) std::memcpy(block + 6 + 4 * k, g + 16 + 16 * k + 4 * r, 4);
+}
+
+void interleave_matrix(uint32_t type, const uint8_t* src, int64_t n_cols, int64_t r0, int64_t r1, uint8_t* dst) {
+    const size_t rb = row_bytes(type, n_cols), bb = row_bytes(type, kQK), gb = group_bytes(type);
+    const int64_t nb = n_cols / kQK;
+    for (int64_t r = r0; r < r1; r += 4) {
+        uint8_t* out = dst + size_t(r - r0) * rb;
+        for (int64_t i = 0; i < nb; ++i) {
+            const uint8_t* blocks[4];
+            for (int k = 0; k < 4; ++k) blocks[k] = src + size_t(r + k) * rb + size_t(i) * bb;
+            interleave_group(type, blocks, out + size_t(i) * gb);
+        }
+    }
+}
+
+// Row `row` of an interleaved matrix in its file layout (n_cols / 32 blocks at out).
+void deinterleave_row(uint32_t type, const uint8_t* m, int64_t row, int64_t n_cols, uint8_t* out) {
+    const size_t rb = row_bytes(type, n_cols), bb = row_bytes(type, kQK), gb = group_bytes(type);
+    const uint8_t* group_row = m + size_t(row / 4) * 4 * rb;
+    for (int64_t i = 0; i < n_cols / kQK; ++i)
+        deinterleave_block(type, group_row + size_t(i) * gb, static_cast<int>(row % 4), out + size_t(i) * bb);
+}
+
+namespace {
+// The reference over an interleaved matrix: each row rebuilt in its file layout, then the row dot.
+template <RowDot Dot>
+void matmul_x4_ref(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    std::vector<uint8_t> row(row_bytes(w.type, w.n_cols));
+    for (int64_t r = r0; r < r1; ++r) {
+        deinterleave_row(w.type, w.data, r, w.n_cols, row.data());
+        for (int64_t b = 0; b < act.batch(); ++b) y[b * ys + r] = Dot(row.data(), act.row(b), w.n_cols);
+    }
+}
+}  // namespace
+
 void fill_scalar(KernelSet* ks) {
+    ks->mm_x4[kQ5_0] = matmul_x4_ref<dot_q5_0>;
+    ks->mm_x4[kQ8_0] = matmul_x4_ref<dot_q8_0_ref>;
     ks->mm[kF32] = matmul_rows<dot_f32>;
     ks->mm[kF16] = matmul_rows<dot_f16>;
     ks->mm[kQ4_0] = matmul_rows<dot_q4_0>;
