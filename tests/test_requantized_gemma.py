@@ -25,18 +25,21 @@ CACHE = Path.home() / ".cache" / "hmbuild" / "models" / "requant"
 LLAMA_PY = Path(os.environ.get("HMBUILD_LLAMA_REF_PYTHON",
                                Path.home() / ".cache" / "hmbuild" / "llama-ref-venv" / "bin" / "python"))
 
-# Per file type, measured on the x86_64 host (AVX2) against llama.cpp 0.3.36 (AVX-512):
+# Per file type; the engine's outputs are the same bits on every kernel set, so these hold on any
+# machine. Measured (x86_64 host, against llama.cpp 0.3.36; Q5_K_M, Q3_K_M and IQ4_XS with Q5_1
+# kernels merged in): flips, largest near-tie, logit difference mean / max
+#   Q5_K_M 6, 0.19, 0.24 / 0.79;  Q3_K_M 9, 0.37, 0.21 / 0.73;  IQ4_XS 5, 0.29, 0.22 / 0.94;
+#   Q2_K 8, 0.48, 0.29 / 1.40.  The Q4_K_M source itself: 3, 0.40, 0.22 / 0.93.
 #   near_tie   where the engine's greedy pick differs from llama.cpp's, llama.cpp's token must be
 #              within this many logits of the engine's best (a near-tie the 8-bit activations of
 #              both engines may break either way), and then the run resumes on llama.cpp's path;
 #   flips      at most this many such steps over the 6 x 16 steps;
 #   mean, max  |engine logit - llama.cpp logit| of llama.cpp's token on the steps the two share.
-# The Q4_K_M source itself gives 3 flips (largest 0.40) and logit differences mean 0.22, max 0.93.
 TOLERANCE = {
-    "Q5_K_M": {"near_tie": 0.5, "flips": 12, "mean": 0.35, "max": 1.5},
-    "Q3_K_M": {"near_tie": 0.5, "flips": 12, "mean": 0.35, "max": 1.5},
-    "IQ4_XS": {"near_tie": 0.5, "flips": 12, "mean": 0.35, "max": 1.5},
-    "Q2_K": {"near_tie": 0.5, "flips": 12, "mean": 0.35, "max": 1.5},
+    "Q5_K_M": {"near_tie": 0.4, "flips": 10, "mean": 0.3, "max": 1.0},
+    "Q3_K_M": {"near_tie": 0.5, "flips": 12, "mean": 0.3, "max": 1.0},
+    "IQ4_XS": {"near_tie": 0.4, "flips": 10, "mean": 0.3, "max": 1.2},
+    "Q2_K": {"near_tie": 0.6, "flips": 12, "mean": 0.35, "max": 1.8},
 }
 
 
