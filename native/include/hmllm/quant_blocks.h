@@ -98,6 +98,20 @@ inline int q3k_scale(int i, const uint8_t* s) {
     return lo | (((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
 }
 
+// All sixteen scales of q3k_scale, minus 32 (-32..31), four sub-blocks per 32-bit word (the SIMD
+// kernels' unpacking; the same values as q3k_scale(i, s) - 32).
+inline void q3k_scales16(const uint8_t* s, int8_t out[16]) {
+    constexpr uint32_t m2 = 0x03030303, m4 = 0x0f0f0f0f, k32 = 0x20202020;
+    uint32_t a[3], o[4];
+    __builtin_memcpy(a, s, 12);
+    o[0] = (a[0] & m4) | ((a[2] & m2) << 4);
+    o[1] = (a[1] & m4) | (((a[2] >> 2) & m2) << 4);
+    o[2] = ((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4);
+    o[3] = ((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4);
+    for (uint32_t& v : o) v = ((v | 0x80808080u) - k32) ^ 0x80808080u;  // bytewise v - 32, no borrow across bytes
+    __builtin_memcpy(out, o, 16);
+}
+
 // Q2_K: 256 weights in 16 sub-blocks of 16, x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4),
 // s = e / 16, q in 0..3. Element 128h + 32j + l (as Q3_K) is (qs[32h + l] >> 2j) & 3.
 struct BlockQ2_K {

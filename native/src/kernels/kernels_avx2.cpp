@@ -743,16 +743,18 @@ void matmul_k8(const MatView& w, const Activations& act, float* y, int64_t ys, i
 }
 
 // ---- Q5_K, Q3_K, Q2_K, IQ4_XS: a super-block unpacked into its 256 weights as int8 in element
-// order (v[m] = elements 32m .. 32m+31; Q3_K signed -4..3, IQ4_XS the table's values) with one
-// integer scale and min per 16 elements, then one step per activation row in the canonical order
-// of kernel_table.h: isum = sum over 16-element runs of scale * dot and msum = sum of min * s_a,
-// both exact integers (a 32-element sub-block's scale and min stand in both of its halves), then
-// the float steps on lane 0. Products: maddubs pairs of at most 2 * 127 * 127 (the sign moves
-// onto the activations), then madd against the scales.
+// order (v[m] = elements 32m .. 32m+31) with one integer scale and min per 16 elements, then one
+// step per activation row in the canonical order of kernel_table.h: isum = sum over 16-element runs
+// of scale * dot and msum = sum of min * s_a, both exact integers (a 32-element sub-block's scale
+// and min stand in both of its halves), then the float steps on lane 0. Q5_K and Q2_K are unsigned
+// (0..31, 0..3) and Q3_K is taken as q + 4 (0..7, kernel_table.h), so maddubs takes them as they
+// are and Q3_K subtracts 4 * sum(scale * s_a); IQ4_XS's table values are signed (|v| <= 127): the
+// sign moves onto the activations. maddubs pairs stay below 2^15 (at most 2 * 127 * 127), then
+// madd against the scales.
 struct KGen8 {
     __m256i v[8];
     __m256i sc[8];   // int16: low 128-bit lane the scale of elements 32m..+15, high lane of +16..+31
-    int16_t mn[16];  // only for the types with mins (HasMin)
+    int16_t mn[16];  // per 16 elements: the mins (HasMin), or Q3_K's scales (for its offset)
     float d, dmin;
 };
 
@@ -760,19 +762,27 @@ inline __m256i scale_pair(int lo, int hi) {
     return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(lo)), _mm_set1_epi16(static_cast<short>(hi)));
 }
 
-template <bool HasMin>
+// HasMin: Q5_K / Q2_K's second step; Signed: IQ4_XS; Offset: Q3_K's 4.
+template <bool HasMin, bool Signed, int Offset>
 inline float step_kgen(const KGen8& u, const ActRow& a, int64_t i, float acc) {
     const int8_t* q = a.q + kQKK * i;
     __m256i isum = _mm256_setzero_si256();
     for (int m = 0; m < 8; ++m) {
-        const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(u.v[m], u.v[m]), _mm256_sign_epi8(loadu(q + 32 * m), u.v[m]));
+        const __m256i p = Signed ? _mm256_maddubs_epi16(_mm256_sign_epi8(u.v[m], u.v[m]), _mm256_sign_epi8(loadu(q + 32 * m), u.v[m]))
+                                 : _mm256_maddubs_epi16(u.v[m], loadu(q + 32 * m));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u.sc[m]));
     }
     __m128i t = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
-    if constexpr (HasMin) {
+    if constexpr (HasMin || Offset != 0) {
+        // Q2_K / Q5_K: msum = sum mn * s_a; Q3_K: the offset, sum sc * s_a (mn holds the scales).
         const __m256i m = _mm256_madd_epi16(loadu(u.mn), loadu(a.s + 16 * i));
-        const __m128i mt = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-        t = hsum2_i32(t, mt);  // [isum, msum, ..]
+        __m128i mt = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        if constexpr (Offset != 0) {
+            t = _mm_sub_epi32(t, _mm_mullo_epi32(mt, _mm_set1_epi32(Offset)));  // lanes wrap; the total is exact
+            t = hsum2_i32(t, t);
+        } else {
+            t = hsum2_i32(t, mt);  // [isum, msum, ..]
+        }
     } else {
         t = hsum2_i32(t, t);
     }
@@ -816,12 +826,15 @@ inline __m256i low2(const uint8_t* qs, int m) {
 
 inline void unpack_q3_k(const BlockQ3_K& b, KGen8* u) {
     const __m256i hm = loadu(b.hmask), four = _mm256_set1_epi8(4);
+    int8_t sc[16];
+    q3k_scales16(b.scales, sc);
     for (int m = 0; m < 8; ++m) {
         const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << m));  // bit 4h + j of hmask[l]
         const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);
-        u->v[m] = _mm256_sub_epi8(low2(b.qs, m), _mm256_andnot_si256(set, four));  // q = low - 4 where clear
-        u->sc[m] = scale_pair(q3k_scale(2 * m, b.scales) - 32, q3k_scale(2 * m + 1, b.scales) - 32);
+        u->v[m] = _mm256_or_si256(low2(b.qs, m), _mm256_and_si256(set, four));  // q + 4 = low + 4 * high bit
+        u->sc[m] = scale_pair(sc[2 * m], sc[2 * m + 1]);
     }
+    for (int k = 0; k < 16; ++k) u->mn[k] = sc[k];
     u->d = h2f(b.d);
 }
 
@@ -844,24 +857,24 @@ inline void unpack_iq4_xs(const BlockIQ4_XS& b, KGen8* u) {
     u->d = h2f(b.d);
 }
 
-template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin>
+template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin, bool Signed, int Offset>
 float dot_kgen(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const B*>(w);
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         KGen8 u;
         Unpack(b[i], &u);
-        acc = step_kgen<HasMin>(u, a, i, acc);
+        acc = step_kgen<HasMin, Signed, Offset>(u, a, i, acc);
     }
     return acc;
 }
 
 // One row at a time; a super-block is unpacked once for up to kGenBatch activation rows (prefill).
-template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin>
+template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin, bool Signed = false, int Offset = 0>
 void matmul_kgen(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
     constexpr int kGenBatch = 16;
     const int64_t nb = act.batch();
-    if (nb == 1) return rows_seq<dot_kgen<B, Unpack, HasMin>>(w, act, y, ys, r0, r1);
+    if (nb == 1) return rows_seq<dot_kgen<B, Unpack, HasMin, Signed, Offset>>(w, act, y, ys, r0, r1);
     const size_t rb = row_bytes(w.type, w.n_cols);
     const int64_t nsb = w.n_cols / kQKK;
     for (int64_t r = r0; r < r1; ++r) {
@@ -877,7 +890,7 @@ void matmul_kgen(const MatView& w, const Activations& act, float* y, int64_t ys,
             for (int64_t i = 0; i < nsb; ++i) {
                 KGen8 u;
                 Unpack(b[i], &u);
-                for (int k = 0; k < n; ++k) acc[k] = step_kgen<HasMin>(u, a[k], i, acc[k]);
+                for (int k = 0; k < n; ++k) acc[k] = step_kgen<HasMin, Signed, Offset>(u, a[k], i, acc[k]);
             }
             for (int k = 0; k < n; ++k) y[(b0 + k) * ys + r] = acc[k];
         }
@@ -932,9 +945,9 @@ void fill_avx2(KernelSet* ks) {
     ks->mm[kHm64] = tiles_seq<dot4_hm<64>>;
     ks->mm[kHm128] = tiles_seq<dot4_hm<128>>;
     ks->mm[kQ5_K] = matmul_kgen<BlockQ5_K, unpack_q5_k, true>;
-    ks->mm[kQ3_K] = matmul_kgen<BlockQ3_K, unpack_q3_k, false>;
+    ks->mm[kQ3_K] = matmul_kgen<BlockQ3_K, unpack_q3_k, false, false, 4>;
     ks->mm[kQ2_K] = matmul_kgen<BlockQ2_K, unpack_q2_k, true>;
-    ks->mm[kIQ4_XS] = matmul_kgen<BlockIQ4_XS, unpack_iq4_xs, false>;
+    ks->mm[kIQ4_XS] = matmul_kgen<BlockIQ4_XS, unpack_iq4_xs, false, true>;
     ks->mm[kIQ4_NL] = matmul_32x8<IQ4_NLx8, dot4_iq4_nl>;
     ks->mm[kBF16] = rows_seq<dot_bf16>;
 }

@@ -569,12 +569,14 @@ inline uint8x16_t low2(const uint8_t* qs, int k) {
 
 inline void unpack_q3_k(const BlockQ3_K& b, KGen* u) {
     const uint8x16_t hm[2] = {vld1q_u8(b.hmask), vld1q_u8(b.hmask + 16)};
+    int8_t sc[16];
+    q3k_scales16(b.scales, sc);
     for (int k = 0; k < 16; ++k) {
         const int h = k / 8, j = (k % 8) / 2, t = k % 2;
         const uint8x16_t set = vtstq_u8(hm[t], vdupq_n_u8(uint8_t(1u << (4 * h + j))));
         // q = low - 4 where the high bit is clear.
         u->v[k] = vreinterpretq_s8_u8(vsubq_u8(low2(b.qs, k), vbicq_u8(vdupq_n_u8(4), set)));
-        u->sc[k] = static_cast<int16_t>(q3k_scale(k, b.scales) - 32);
+        u->sc[k] = sc[k];
     }
     u->d = h2f(b.d);
 }
