@@ -325,9 +325,6 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
 
     emit("matrix_type_q4_1", edit(retype("blk.0.attn_q.weight", Q.Q4_1)),
          "tensor blk.0.attn_q.weight has type q4_1, which this runtime cannot compute with")
-    # Q8_K is a known GGUF type the runtime has no kernel for (llama.cpp's activation format).
-    emit("matrix_type_q8_k", edit(retype("blk.0.ffn_gate.weight", Q.Q8_K)),
-         "tensor blk.0.ffn_gate.weight has type q8_K, which this runtime cannot compute with")
     emit("tensor_extra_dimension", edit(lambda g: setattr(g.tensor(emb), "ne", [c.d_model, c.n_vocab // 3, 3])),
          f"tensor {emb} has shape [{c.d_model}, {c.n_vocab // 3}, 3], expected [{c.d_model}, {c.n_vocab // 3}]")
     emit("norm_is_a_matrix", edit(lambda g: setattr(g.tensor("output_norm.weight"), "ne", [c.d_model // 2, 2])),
