@@ -521,11 +521,19 @@ struct KGen {
     float d, dmin;
 };
 
-template <bool HasMin>
+// Pairs: the scale is per 32 elements (Q5_K, IQ4_XS), so both halves' dots take one multiply.
+template <bool HasMin, bool Pairs>
 inline float step_kgen(const KGen& u, const ActRow& a, int64_t i, float acc) {
     const int8_t* q = a.q + kQKK * i;
     int32x4_t isum = vdupq_n_s32(0);
-    for (int k = 0; k < 16; ++k) isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), u.v[k], vld1q_s8(q + 16 * k)), u.sc[k]);
+    if constexpr (Pairs) {
+        for (int j = 0; j < 8; ++j) {
+            const int32x4_t d = dot16(dot16(vdupq_n_s32(0), u.v[2 * j], vld1q_s8(q + 32 * j)), u.v[2 * j + 1], vld1q_s8(q + 32 * j + 16));
+            isum = vmlaq_n_s32(isum, d, u.sc[2 * j]);
+        }
+    } else {
+        for (int k = 0; k < 16; ++k) isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), u.v[k], vld1q_s8(q + 16 * k)), u.sc[k]);
+    }
     const float da = a.d[i];
     acc = fma1(static_cast<float>(vaddvq_s32(isum)), u.d * da, acc);
     if constexpr (HasMin) {
@@ -602,30 +610,30 @@ inline void unpack_iq4_xs(const BlockIQ4_XS& b, KGen* u) {
     u->d = h2f(b.d);
 }
 
-template <class B, void (*Unpack)(const B&, KGen*), bool HasMin>
+template <class B, void (*Unpack)(const B&, KGen*), bool HasMin, bool Pairs>
 float dot_kgen(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const B*>(w);
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         KGen u;
         Unpack(b[i], &u);
-        acc = step_kgen<HasMin>(u, a, i, acc);
+        acc = step_kgen<HasMin, Pairs>(u, a, i, acc);
     }
     return acc;
 }
 
-template <class B, void (*Unpack)(const B&, KGen*), bool HasMin>
+template <class B, void (*Unpack)(const B&, KGen*), bool HasMin, bool Pairs>
 struct KGenRow {
-    static constexpr RowDot dot = dot_kgen<B, Unpack, HasMin>;
+    static constexpr RowDot dot = dot_kgen<B, Unpack, HasMin, Pairs>;
     using Block = B;
     using Unpacked = KGen;
     static void unpack(const Block& b, Unpacked* u) { Unpack(b, u); }
-    static float step(const Unpacked& u, const ActRow& a, int64_t i, float acc) { return step_kgen<HasMin>(u, a, i, acc); }
+    static float step(const Unpacked& u, const ActRow& a, int64_t i, float acc) { return step_kgen<HasMin, Pairs>(u, a, i, acc); }
 };
-using Q5KRow = KGenRow<BlockQ5_K, unpack_q5_k, true>;
-using Q3KRow = KGenRow<BlockQ3_K, unpack_q3_k, false>;
-using Q2KRow = KGenRow<BlockQ2_K, unpack_q2_k, true>;
-using IQ4XSRow = KGenRow<BlockIQ4_XS, unpack_iq4_xs, false>;
+using Q5KRow = KGenRow<BlockQ5_K, unpack_q5_k, true, true>;
+using Q3KRow = KGenRow<BlockQ3_K, unpack_q3_k, false, false>;
+using Q2KRow = KGenRow<BlockQ2_K, unpack_q2_k, true, false>;
+using IQ4XSRow = KGenRow<BlockIQ4_XS, unpack_iq4_xs, false, true>;
 
 // One row against activation rows a[0..nb-1] (nb <= 4), super-block by super-block.
 template <class K>
