@@ -17,7 +17,7 @@
 //       (msum_i = sum_j m_j * (s_a[2j] + s_a[2j+1]), j = the 8 sub-blocks)
 //   Q6_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
 //       (isum_i = sum_j sc_j * sum_l (q - 32) * a, as sum_j sc_j * dot_j - 32 * sum_j sc_j * s_a[j])
-//   Q5_K, super-block i: as Q4_K, with q in 0..31 (llama.cpp's ggml does the same two steps)
+//   Q5_K, super-block i: as Q4_K, with q in 0..31 (scales times dots, then mins times sums, as ggml)
 //   Q2_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
 //       (isum_i = sum_j (sc_j & 15) * dot_j)  acc = fma((float)msum_i, -(fp16(dmin) * d_a), acc)
 //       (msum_i = sum_j (sc_j >> 4) * s_a[j], j = the 16 sub-blocks of 16, q in 0..3)
