@@ -610,30 +610,163 @@ inline void unpack_iq4_xs(const BlockIQ4_XS& b, KGen* u) {
     u->d = h2f(b.d);
 }
 
-template <class B, void (*Unpack)(const B&, KGen*), bool HasMin, bool Pairs>
-float dot_kgen(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const B*>(w);
+// One activation row (decode): the quants decoded straight into the dots, with the shifts as
+// immediates, instead of through KGen (the same integers, so the same bits). Q3_K is taken as
+// q + 4 (0..7) and 4 * sum_k sc_k * s_a[k] subtracted (kernel_table.h).
+// Bits 2J, 2J+1 of each byte.
+template <int J>
+inline uint8x16_t bits2(uint8x16_t v) {
+    if constexpr (J == 0) return vandq_u8(v, vdupq_n_u8(3));
+    else return vandq_u8(vshrq_n_u8(v, 2 * J), vdupq_n_u8(3));
+}
+
+template <int J>
+inline int32x4_t q3k_quarter(int32x4_t isum, const uint8x16_t qv[2], const uint8x16_t hm[2], int h,
+                             const int8_t* sc, const int8_t* q) {
+    const uint8x16_t four = vdupq_n_u8(4), bit = vdupq_n_u8(uint8_t(1u << (4 * h + J)));
+    for (int t = 0; t < 2; ++t) {
+        const uint8x16_t u = vorrq_u8(bits2<J>(qv[t]), vandq_u8(vtstq_u8(hm[t], bit), four));
+        const int32x4_t d = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u), vld1q_s8(q + 128 * h + 32 * J + 16 * t));
+        isum = vmlaq_n_s32(isum, d, sc[8 * h + 2 * J + t]);
+    }
+    return isum;
+}
+
+float dot_q3_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
-        KGen u;
-        Unpack(b[i], &u);
-        acc = step_kgen<HasMin, Pairs>(u, a, i, acc);
+        int8_t sc[16];
+        q3k_scales16(b[i].scales, sc);
+        const int8_t* q = a.q + kQKK * i;
+        const uint8x16_t hm[2] = {vld1q_u8(b[i].hmask), vld1q_u8(b[i].hmask + 16)};
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            const uint8x16_t qv[2] = {vld1q_u8(b[i].qs + 32 * h), vld1q_u8(b[i].qs + 32 * h + 16)};
+            isum = q3k_quarter<0>(isum, qv, hm, h, sc, q);
+            isum = q3k_quarter<1>(isum, qv, hm, h, sc, q);
+            isum = q3k_quarter<2>(isum, qv, hm, h, sc, q);
+            isum = q3k_quarter<3>(isum, qv, hm, h, sc, q);
+        }
+        // The offset: 4 * sum_k sc_k * s_a[k] (lanes wrap freely; the total is exact).
+        const int8x16_t sc8 = vld1q_s8(sc);
+        const int16x8_t s0 = vmovl_s8(vget_low_s8(sc8)), s1 = vmovl_high_s8(sc8);
+        const int16_t* bs = a.s + 16 * i;
+        const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
+        int32x4_t bias = vmull_s16(vget_low_s16(s0), vget_low_s16(a0));
+        bias = vmlal_high_s16(bias, s0, a0);
+        bias = vmlal_s16(bias, vget_low_s16(s1), vget_low_s16(a1));
+        bias = vmlal_high_s16(bias, s1, a1);
+        const int total = vaddvq_s32(vsubq_s32(isum, vshlq_n_s32(bias, 2)));
+        acc = fma1(static_cast<float>(total), h2f(b[i].d) * a.d[i], acc);
     }
     return acc;
 }
 
-template <class B, void (*Unpack)(const B&, KGen*), bool HasMin, bool Pairs>
+template <int J>
+inline int32x4_t q2k_quarter(int32x4_t isum, const uint8x16_t qv[2], int h, const uint8_t* scales, const int8_t* q) {
+    for (int t = 0; t < 2; ++t) {
+        const uint8x16_t u = bits2<J>(qv[t]);
+        const int32x4_t d = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u), vld1q_s8(q + 128 * h + 32 * J + 16 * t));
+        isum = vmlaq_n_s32(isum, d, scales[8 * h + 2 * J + t] & 0xF);
+    }
+    return isum;
+}
+
+float dot_q2_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ2_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            const uint8x16_t qv[2] = {vld1q_u8(b[i].qs + 32 * h), vld1q_u8(b[i].qs + 32 * h + 16)};
+            isum = q2k_quarter<0>(isum, qv, h, b[i].scales, q);
+            isum = q2k_quarter<1>(isum, qv, h, b[i].scales, q);
+            isum = q2k_quarter<2>(isum, qv, h, b[i].scales, q);
+            isum = q2k_quarter<3>(isum, qv, h, b[i].scales, q);
+        }
+        // msum = sum_k (scales[k] >> 4) * s_a[k].
+        const uint8x16_t mn = vshrq_n_u8(vld1q_u8(b[i].scales), 4);
+        const int16x8_t m0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn))), m1 = vreinterpretq_s16_u16(vmovl_high_u8(mn));
+        const int16_t* bs = a.s + 16 * i;
+        const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
+        int32x4_t m = vmull_s16(vget_low_s16(m0), vget_low_s16(a0));
+        m = vmlal_high_s16(m, m0, a0);
+        m = vmlal_s16(m, vget_low_s16(m1), vget_low_s16(a1));
+        m = vmlal_high_s16(m, m1, a1);
+        const float da = a.d[i];
+        acc = fma1(static_cast<float>(vaddvq_s32(isum)), h2f(b[i].d) * da, acc);
+        acc = fma1(static_cast<float>(vaddvq_s32(m)), -(h2f(b[i].dmin) * da), acc);
+    }
+    return acc;
+}
+
+float dot_q5_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+    const uint8x16_t x10 = vdupq_n_u8(0x10);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        uint8_t sc[16];
+        q4k_scales_mins(b[i].scales, sc);
+        const int16x8_t asum = vpaddq_s16(vld1q_s16(bs), vld1q_s16(bs + 8));
+        const int16x8_t mn = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sc + 8)));
+        const int msum = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(mn), vget_low_s16(asum)), mn, asum));
+        const uint8x16_t qh[2] = {vld1q_u8(b[i].qh), vld1q_u8(b[i].qh + 16)};
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int c = 0; c < 4; ++c) {
+            const uint8x16_t r[2] = {vld1q_u8(b[i].qs + 32 * c), vld1q_u8(b[i].qs + 32 * c + 16)};
+            const uint8x16_t blo = vdupq_n_u8(uint8_t(1u << (2 * c))), bhi = vdupq_n_u8(uint8_t(1u << (2 * c + 1)));
+            const int8_t* qc = q + 64 * c;
+            int32x4_t slo = vdupq_n_s32(0), shi = vdupq_n_s32(0);
+            for (int t = 0; t < 2; ++t) {
+                const uint8x16_t lo = vorrq_u8(vandq_u8(r[t], vdupq_n_u8(0x0F)), vandq_u8(vtstq_u8(qh[t], blo), x10));
+                const uint8x16_t hi = vorrq_u8(vshrq_n_u8(r[t], 4), vandq_u8(vtstq_u8(qh[t], bhi), x10));
+                slo = dot16(slo, vreinterpretq_s8_u8(lo), vld1q_s8(qc + 16 * t));
+                shi = dot16(shi, vreinterpretq_s8_u8(hi), vld1q_s8(qc + 32 + 16 * t));
+            }
+            isum = vmlaq_n_s32(isum, slo, sc[2 * c]);
+            isum = vmlaq_n_s32(isum, shi, sc[2 * c + 1]);
+        }
+        const float da = a.d[i];
+        acc = fma1(static_cast<float>(vaddvq_s32(isum)), h2f(b[i].d) * da, acc);
+        acc = fma1(static_cast<float>(msum), -(h2f(b[i].dmin) * da), acc);
+    }
+    return acc;
+}
+
+float dot_iq4_xs_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(w);
+    const int8x16_t table = vld1q_s8(kIq4Values);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int j = 0; j < 8; ++j) {
+            const uint8x16_t raw = vld1q_u8(b[i].qs + 16 * j);
+            int32x4_t d = dot16(vdupq_n_s32(0), vqtbl1q_s8(table, vandq_u8(raw, vdupq_n_u8(0x0F))), vld1q_s8(q + 32 * j));
+            d = dot16(d, vqtbl1q_s8(table, vshrq_n_u8(raw, 4)), vld1q_s8(q + 32 * j + 16));
+            isum = vmlaq_n_s32(isum, d, iq4xs_scale(j, b[i]) - 32);
+        }
+        acc = fma1(static_cast<float>(vaddvq_s32(isum)), h2f(b[i].d) * a.d[i], acc);
+    }
+    return acc;
+}
+
+template <class B, void (*Unpack)(const B&, KGen*), bool HasMin, bool Pairs, RowDot Dot>
 struct KGenRow {
-    static constexpr RowDot dot = dot_kgen<B, Unpack, HasMin, Pairs>;
+    static constexpr RowDot dot = Dot;
     using Block = B;
     using Unpacked = KGen;
     static void unpack(const Block& b, Unpacked* u) { Unpack(b, u); }
     static float step(const Unpacked& u, const ActRow& a, int64_t i, float acc) { return step_kgen<HasMin, Pairs>(u, a, i, acc); }
 };
-using Q5KRow = KGenRow<BlockQ5_K, unpack_q5_k, true, true>;
-using Q3KRow = KGenRow<BlockQ3_K, unpack_q3_k, false, false>;
-using Q2KRow = KGenRow<BlockQ2_K, unpack_q2_k, true, false>;
-using IQ4XSRow = KGenRow<BlockIQ4_XS, unpack_iq4_xs, false, true>;
+using Q5KRow = KGenRow<BlockQ5_K, unpack_q5_k, true, true, dot_q5_k_fused>;
+using Q3KRow = KGenRow<BlockQ3_K, unpack_q3_k, false, false, dot_q3_k_fused>;
+using Q2KRow = KGenRow<BlockQ2_K, unpack_q2_k, true, false, dot_q2_k_fused>;
+using IQ4XSRow = KGenRow<BlockIQ4_XS, unpack_iq4_xs, false, true, dot_iq4_xs_fused>;
 
 // One row against activation rows a[0..nb-1] (nb <= 4), super-block by super-block.
 template <class K>
