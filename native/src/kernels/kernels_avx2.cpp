@@ -857,6 +857,104 @@ inline void unpack_iq4_xs(const BlockIQ4_XS& b, KGen8* u) {
     u->d = h2f(b.d);
 }
 
+// One activation row (decode) of Q5_K and Q3_K: the quants decoded straight into the products
+// (dot_q4_k's structure), the same integers as the unpacked path, so the same bits.
+float dot_q5_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), x10 = _mm256_set1_epi8(0x10);
+    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        uint32_t u[4];  // scales in bytes 0..7, mins in 8..15, as in dot_q4_k
+        __builtin_memcpy(u, b[i].scales, 12);
+        u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+        const uint32_t mins_lo = u[1] & k1;
+        u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+        u[2] = mins_lo;
+        u[0] &= k1;
+        const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+        const __m128i asum = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bs)),
+                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(bs + 8)));
+        const __m128i msum = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), asum);
+        const __m256i qh = loadu(b[i].qh);
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i raw = loadu(b[i].qs + 32 * c);
+            const __m256i blo = _mm256_set1_epi8(static_cast<char>(1u << (2 * c)));
+            const __m256i bhi = _mm256_set1_epi8(static_cast<char>(1u << (2 * c + 1)));
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, m4),
+                                               _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, blo), blo), x10));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                                               _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bhi), bhi), x10));
+            const __m256i plo = _mm256_maddubs_epi16(lo, loadu(q + 64 * c));
+            const __m256i phi = _mm256_maddubs_epi16(hi, loadu(q + 64 * c + 32));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(sc, bcast16_mask(2 * c))));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(sc, bcast16_mask(2 * c + 1))));
+        }
+        const __m128i i4 = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
+        const __m128 f = _mm_cvtepi32_ps(hsum2_i32(i4, msum));  // [isum, msum, ..]
+        uint32_t dd16;
+        __builtin_memcpy(&dd16, &b[i].d, 4);  // d, dmin
+        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dd16))), _mm_set1_ps(a.d[i]));
+        acc = _mm_fmadd_ss(f, dd, acc);
+        acc = _mm_fnmadd_ss(_mm_movehdup_ps(f), _mm_movehdup_ps(dd), acc);
+    }
+    return _mm_cvtss_f32(acc);
+}
+
+// Q3_K elements 32M..32M+31 as q + 4 (0..7): bits 2(M % 4) of half M / 4's qs, and bit M of
+// hmask moved to bit 2 (shifts within a byte, so 16-bit shifts do).
+template <int M>
+inline __m256i q3k_u(__m256i raw, __m256i hm) {
+    constexpr int J = M % 4;
+    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256i lo = raw, hb = hm;
+    if constexpr (J > 0) lo = _mm256_srli_epi16(raw, 2 * J);
+    if constexpr (M < 2) hb = _mm256_slli_epi16(hm, 2 - M);
+    if constexpr (M > 2) hb = _mm256_srli_epi16(hm, M - 2);
+    return _mm256_or_si256(_mm256_and_si256(lo, m3), _mm256_and_si256(hb, four));
+}
+
+template <int M>
+inline __m256i q3k_step(__m256i isum, __m256i raw, __m256i hm, __m256i sc, __m256i pick, const int8_t* q) {
+    const __m256i s = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(M)), pick);
+    return _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q3k_u<M>(raw, hm), loadu(q + 32 * M)), s));
+}
+
+float dot_q3_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
+    // Picks int16 0 of each dword in the low 128-bit lane and int16 1 in the high one.
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int8_t sc8[16];
+        q3k_scales16(b[i].scales, sc8);
+        // Sixteen int16 scales: dword m holds sub-blocks 2m, 2m+1.
+        const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc8)));
+        const __m256i hm = loadu(b[i].hmask), r0 = loadu(b[i].qs), r1 = loadu(b[i].qs + 32);
+        __m256i isum = q3k_step<0>(_mm256_setzero_si256(), r0, hm, sc, pick, q);
+        isum = q3k_step<1>(isum, r0, hm, sc, pick, q);
+        isum = q3k_step<2>(isum, r0, hm, sc, pick, q);
+        isum = q3k_step<3>(isum, r0, hm, sc, pick, q);
+        isum = q3k_step<4>(isum, r1, hm, sc, pick, q);
+        isum = q3k_step<5>(isum, r1, hm, sc, pick, q);
+        isum = q3k_step<6>(isum, r1, hm, sc, pick, q);
+        isum = q3k_step<7>(isum, r1, hm, sc, pick, q);
+        // The offset: 4 * sum_k sc_k * s_a[k] (lanes wrap freely; the total is exact).
+        const __m256i bias = _mm256_madd_epi16(sc, loadu(a.s + 16 * i));
+        const __m256i t8 = _mm256_sub_epi32(isum, _mm256_slli_epi32(bias, 2));
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(t8), _mm256_extracti128_si256(t8, 1));
+        t = hsum2_i32(t, t);
+        acc = fma1(static_cast<float>(_mm_cvtsi128_si32(t)), h2f(b[i].d) * a.d[i], acc);
+    }
+    return acc;
+}
+
 template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin, bool Signed, int Offset>
 float dot_kgen(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const B*>(w);
@@ -870,11 +968,12 @@ float dot_kgen(const uint8_t* w, const ActRow& a, int64_t n) {
 }
 
 // One row at a time; a super-block is unpacked once for up to kGenBatch activation rows (prefill).
-template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin, bool Signed = false, int Offset = 0>
+template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin, bool Signed = false, int Offset = 0,
+          RowDot Decode = dot_kgen<B, Unpack, HasMin, Signed, Offset>>
 void matmul_kgen(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
     constexpr int kGenBatch = 16;
     const int64_t nb = act.batch();
-    if (nb == 1) return rows_seq<dot_kgen<B, Unpack, HasMin, Signed, Offset>>(w, act, y, ys, r0, r1);
+    if (nb == 1) return rows_seq<Decode>(w, act, y, ys, r0, r1);
     const size_t rb = row_bytes(w.type, w.n_cols);
     const int64_t nsb = w.n_cols / kQKK;
     for (int64_t r = r0; r < r1; ++r) {
@@ -944,8 +1043,8 @@ void fill_avx2(KernelSet* ks) {
     ks->mm[kHm32] = tiles_seq<dot4_hm<32>>;
     ks->mm[kHm64] = tiles_seq<dot4_hm<64>>;
     ks->mm[kHm128] = tiles_seq<dot4_hm<128>>;
-    ks->mm[kQ5_K] = matmul_kgen<BlockQ5_K, unpack_q5_k, true>;
-    ks->mm[kQ3_K] = matmul_kgen<BlockQ3_K, unpack_q3_k, false, false, 4>;
+    ks->mm[kQ5_K] = matmul_kgen<BlockQ5_K, unpack_q5_k, true, false, 0, dot_q5_k_fused>;
+    ks->mm[kQ3_K] = matmul_kgen<BlockQ3_K, unpack_q3_k, false, false, 4, dot_q3_k_fused>;
     ks->mm[kQ2_K] = matmul_kgen<BlockQ2_K, unpack_q2_k, true>;
     ks->mm[kIQ4_XS] = matmul_kgen<BlockIQ4_XS, unpack_iq4_xs, false, true>;
     ks->mm[kIQ4_NL] = matmul_32x8<IQ4_NLx8, dot4_iq4_nl>;
