@@ -20,6 +20,19 @@ given per 256 weights *per activation row* (cycles per iteration * 256 / (weight
 same amount of multiply-add work as one 256-weight GEMV. On one activation row (decode) the i8mm
 kernel set runs the dotprod loop (dot4_hm), compiled again with +i8mm: that is the "i8mm-b1" row.
 
+Decode kernels of the dotprod set (the engine's one-activation-row path on dotprod / i8mm cores):
+tile_x4<X4Q8, 4, 1> and tile_x4<X4Q5, 4, 1> (interleaved Q8_0 / Q5_0 row groups, 4 groups = 16 rows
+per block of 32 columns: 32 sdot by element = 512 weights per iteration), rows hm-x4-q8_0 / -q5_0,
+and tiles_hm_row<G, 4> (HM_Q4, four 4-row tiles against one activation row, 128 columns per step =
+2048 weights), rows hm-row4-gG. clang-19 keeps tiles_hm_row's tile loop as a loop inside the step
+and hoists the 32 activation lane broadcasts out of it (dup, spilled, then plain sdot); the step
+is measured as the step loop with the tile loop's body written out 4 times (labels dropped), so the
+broadcasts are counted once per step as they run (marked `^`). Their ratios are taken against the
+ggml kernel llama.cpp runs for the same type: ggml_gemv_q8_0_4x4_q8_0 (Q8_0 repacked at load, 4 rows
+x 4 columns) for X4Q8, ggml_vec_dot_q5_0_q8_0 (Q5_0 has no repacked layout in ggml) for X4Q5, the
+repacked Q4_0 gemv for HM_Q4 (whose targets below apply to hm-row4 too); ggml_vec_dot_q8_0_q8_0 is
+listed for reference.
+
 Compared with: ggml's ggml_vec_dot_q4_0_q8_0 (plain Q4_0, one row, 2 blocks = 64 weights per
 iteration) and ggml_gemv_q4_0_4x4_q8_0 (Q4_0 repacked 4 rows x 4 columns, 128 weights per
 iteration), from the llama.cpp copy inside the llama-cpp-python sdist, compiled with clang-19 -O3
@@ -28,9 +41,10 @@ non-dotprod fallback, the peer of the baseline NEON set). Targets (issue 6): HM_
 figure on every CPU of the default list.
 
 Project kernels are reached through a temporary harness file that #includes the unchanged kernel
-.cpp file and adds extern "C" noinline wrappers around dot4_hm<G> / hm_tile_4x2<G> (they live in an
-anonymous namespace); when the compiler turns a wrapper into a tail call (`b dot4_hm<G>`, not
-inlined), the loop is taken from the callee. Each file gets the flags native/src/kernels/kernels.cmake
+.cpp file and adds extern "C" noinline wrappers around dot4_hm<G> / hm_tile_4x2<G> /
+tiles_hm_row<G, 4> / tile_x4<X4Q8|X4Q5, 4, 1> (they live in an anonymous namespace); when the
+compiler turns a wrapper into a tail call (`b dot4_hm<G>`, not inlined), the loop is taken from the
+callee. Each file gets the flags native/src/kernels/kernels.cmake
 gives it (baseline NEON: the target's default -march=armv8-a; dotprod: armv8.2-a+dotprod; i8mm:
 armv8.2-a+dotprod+i8mm; all -ffp-contract=off).
 
@@ -78,6 +92,7 @@ I8MM_CPUS = {"cortex-a510", "cortex-a520", "cortex-a710", "cortex-a715", "cortex
              "neoverse-v3", "neoverse-512tvb"}
 TARGETS = {32: 1.0, 128: 0.9}  # max ratio to ggml's repacked gemv, per group
 REPACKED = "ggml-gemv-q4_0-4x4"
+X4_LAYOUTS = ("X4Q8", "X4Q5")  # tile_x4's interleaved Q8_0 / Q5_0 row groups (kernels_neon_body.h)
 
 TRIPLE = "--target=aarch64-linux-gnu"
 GGML_FLAGS = [TRIPLE, "-O3", "-march=armv8.2-a+dotprod"]
@@ -94,6 +109,9 @@ SIG_SDOT_LANE = (r"^sdot\s+v\d+\.4s,\s*v\d+\.16b,\s*v\d+\.4b\[\d\]", 16)  # 4 ro
 SIG_SDOT_VEC = (r"^sdot\s+v\d+\.4s,\s*v\d+\.16b,\s*v\d+\.16b", 16)        # 16 columns of one row
 SIG_SMULL = (r"^(smull2?|smlal2?)\s+v\d+\.8h,", 8)                        # 8 int8 products
 SIG_SMMLA = (r"^smmla\s", 16)                                            # 2 rows x 8 columns
+# tiles_hm_row: clang hoists the activations' lane broadcasts out of the tile loop (dup, then plain
+# sdot), so its sdots are either form; each still covers 4 rows x 4 columns.
+SIG_SDOT_4ROW = (r"^sdot\s+v\d+\.4s,\s*v\d+\.16b,\s*v\d+\.(?:4b\[\d\]|16b)", 16)
 
 
 class Fail(Exception):
@@ -200,8 +218,14 @@ def clean(line: str) -> str:
     return line.split("//")[0].strip()
 
 
-def hot_loop(body: list[str], sig: str) -> tuple[list[str], int]:
-    """Innermost loop (label .. backward branch to it) with the most signature instructions."""
+def hot_loop(body: list[str], sig: str, step_sigs: int = 0) -> tuple[list[str], int, int]:
+    """Innermost loop (label .. backward branch to it) with the most signature instructions.
+
+    step_sigs > 0: the kernel's step has that many signature instructions; when the innermost loop
+    holds only a 1/k share of them (the compiler kept a per-tile loop inside the step, e.g. the
+    tile loop of tiles_hm_row), the step is rebuilt as the enclosing loop's body with the inner
+    body written out k times, so the work the step does once for all tiles is counted too.
+    Returns (loop text, signature instructions, times the inner body was written out)."""
     items = []  # (kind, text) kind: "label" | "insn"
     for l in body:
         c = clean(l)
@@ -224,10 +248,25 @@ def hot_loop(body: list[str], sig: str) -> tuple[list[str], int]:
         text = [t if k == "insn" else t + ":" for k, t in items[i:j + 1]]
         n = sum(1 for k, t in items[i:j + 1] if k == "insn" and sre.match(t))
         if n and (best is None or n > best[1]):
-            best = (text, n)
+            best = (text, n, (i, j))
     if best is None:
         raise Fail("no inner loop with the kernel's signature instruction was found.")
-    return best
+    text, n, (i, j) = best
+    if not step_sigs or n >= step_sigs:
+        return text, n, 1
+    if step_sigs % n:
+        raise Fail(f"the innermost loop has {n} signature instructions, no share of the step's {step_sigs}.")
+    k = step_sigs // n
+    outer = [(i2, j2) for (i2, j2) in loops if i2 <= i and j <= j2 and (i2, j2) != (i, j)]
+    if not outer:
+        raise Fail(f"the innermost loop has {n} of the step's {step_sigs} signature instructions and no "
+                   "enclosing loop.")
+    i2, j2 = min(outer, key=lambda r: r[1] - r[0])
+    if sum(1 for kk, t in items[i2:j2 + 1] if kk == "insn" and sre.match(t)) != n:
+        raise Fail("the loop enclosing the innermost one has signature instructions of its own.")
+    # Labels dropped (the copies would define them k times); llvm-mca takes a branch as an instruction.
+    insns = lambda a, b: [t for kk, t in items[a:b] if kk == "insn"]
+    return insns(i2, i) + insns(i, j + 1) * k + insns(j + 1, j2 + 1), n * k, k
 
 
 MCA_ITER = re.compile(r"^Iterations:\s+(\d+)", re.M)
@@ -260,19 +299,39 @@ def harness(kset: str) -> str:
             out.append(f'extern "C" __attribute__((noinline, used)) void mca_i8mm_b2_g{g}('
                        "const uint8_t* t, const ActRow& a0, const ActRow& a1, int64_t n, "
                        f"float32x4_t* o01, float32x4_t* o23) {{ hm_tile_4x2<{g}>(t, a0, a1, n, o01, o23); }}")
+        if kset == "dotprod":  # HM_Q4 decode: four 4-row tiles against one activation row
+            out.append(f'extern "C" __attribute__((noinline, used)) void mca_dotprod_row4_g{g}('
+                       "const uint8_t* t, size_t tb, const ActRow& a, int64_t n, float32x4_t* o) "
+                       f"{{ tiles_hm_row<{g}, 4>(t, tb, a, n, o); }}")
+    if kset == "dotprod":  # interleaved Q8_0 / Q5_0 decode: 4 row groups (16 rows), one activation row
+        for x in X4_LAYOUTS:
+            out.append(f'extern "C" __attribute__((noinline, used)) void mca_dotprod_{x.lower()}('
+                       "const uint8_t* g, size_t gb, int64_t nb, const ActRow* const* a, float32x4_t* o) "
+                       f"{{ tile_x4<{x}, 4, 1>(g, gb, nb, a, o); }}")
     out.append("}}")
     return "\n".join(out) + "\n"
 
 
 def kernel_specs() -> list[dict]:
-    """name, asm unit, symbol, signature, weights per signature, activation rows, group, set."""
+    """name, asm unit, symbol, signature, weights per signature, activation rows, group, set, and
+    ref: the ggml kernel the row's ratio is taken against (ggml's repacked Q4_0 gemv unless named).
+    A ggml unit is "ggml:" + the function whose source file is compiled (+ ":v80" for -march=armv8-a)."""
+    ggml = dict(rows=1, group=None, set="ggml", i8mm=False)
     specs = [
-        dict(name="ggml-vec_dot-q4_0", unit="ggml-quants", symbol="ggml_vec_dot_q4_0_q8_0",
-             sig=SIG_SDOT_VEC, rows=1, group=None, set="ggml", i8mm=False),
-        dict(name=REPACKED, unit="ggml-repack", symbol="ggml_gemv_q4_0_4x4_q8_0",
-             sig=SIG_SDOT_LANE, rows=1, group=None, set="ggml", i8mm=False),
-        dict(name="ggml-vec_dot-q4_0-v80", unit="ggml-quants-v80", symbol="ggml_vec_dot_q4_0_q8_0",
-             sig=SIG_SMULL, rows=1, group=None, set="ggml", i8mm=False),
+        dict(name="ggml-vec_dot-q4_0", unit="ggml:ggml_vec_dot_q4_0_q8_0", symbol="ggml_vec_dot_q4_0_q8_0",
+             sig=SIG_SDOT_VEC, **ggml),
+        dict(name=REPACKED, unit="ggml:ggml_gemv_q4_0_4x4_q8_0", symbol="ggml_gemv_q4_0_4x4_q8_0",
+             sig=SIG_SDOT_LANE, **ggml),
+        dict(name="ggml-vec_dot-q4_0-v80", unit="ggml:ggml_vec_dot_q4_0_q8_0:v80", symbol="ggml_vec_dot_q4_0_q8_0",
+             sig=SIG_SMULL, **ggml),
+        # The peers of the interleaved Q8_0 / Q5_0 decode kernels: llama.cpp repacks Q8_0 to 4x4 at
+        # load; its Q5_0 has no repacked layout, so the one-row vec_dot is what it runs.
+        dict(name="ggml-gemv-q8_0-4x4", unit="ggml:ggml_gemv_q8_0_4x4_q8_0", symbol="ggml_gemv_q8_0_4x4_q8_0",
+             sig=SIG_SDOT_LANE, **ggml),
+        dict(name="ggml-vec_dot-q8_0", unit="ggml:ggml_vec_dot_q8_0_q8_0", symbol="ggml_vec_dot_q8_0_q8_0",
+             sig=SIG_SDOT_VEC, **ggml),
+        dict(name="ggml-vec_dot-q5_0", unit="ggml:ggml_vec_dot_q5_0_q8_0", symbol="ggml_vec_dot_q5_0_q8_0",
+             sig=SIG_SDOT_VEC, **ggml),
     ]
     for g in GROUPS:
         specs += [
@@ -285,22 +344,36 @@ def kernel_specs() -> list[dict]:
             dict(name=f"hm-i8mm-b2-g{g}", unit="i8mm", symbol=f"mca_i8mm_b2_g{g}", sig=SIG_SMMLA,
                  rows=2, group=g, set="i8mm", i8mm=True),
         ]
+    # Decode kernels of the dotprod set (one activation row, 16 rows per step).
+    specs += [
+        dict(name="hm-x4-q8_0", unit="dotprod", symbol="mca_dotprod_x4q8", sig=SIG_SDOT_LANE,
+             rows=1, group=None, set="dotprod", i8mm=False, ref="ggml-gemv-q8_0-4x4"),
+        dict(name="hm-x4-q5_0", unit="dotprod", symbol="mca_dotprod_x4q5", sig=SIG_SDOT_LANE,
+             rows=1, group=None, set="dotprod", i8mm=False, ref="ggml-vec_dot-q5_0"),
+    ]
+    for g in GROUPS:
+        # A step: 4 tiles x 4 chunks x 8 sdot = 128 sdot = 16 rows x 128 columns.
+        specs.append(dict(name=f"hm-row4-g{g}", unit="dotprod", symbol=f"mca_dotprod_row4_g{g}",
+                          sig=SIG_SDOT_4ROW, rows=1, group=g, set="dotprod", i8mm=False, step_sigs=128))
     return specs
 
 
 def compile_units(ggml: Path, work: Path) -> dict[str, str]:
     inc = [f"-I{ggml / 'include'}", f"-I{ggml / 'src'}", f"-I{ggml / 'src' / 'ggml-cpu'}"]
     units = {}
-    q = ggml_source_of(ggml, "ggml_vec_dot_q4_0_q8_0")
-    r = ggml_source_of(ggml, "ggml_gemv_q4_0_4x4_q8_0")
-    for name, src, flags in (("ggml-quants", q, GGML_FLAGS), ("ggml-repack", r, GGML_FLAGS),
-                             ("ggml-quants-v80", q, GGML_V80_FLAGS)):
-        cc = "clang-19" if src.suffix == ".c" else "clang++-19"
-        std = "-std=gnu11" if src.suffix == ".c" else "-std=gnu++17"
-        out = work / f"{name}.s"
-        log(f"compiling {src.relative_to(ggml.parent)} ({' '.join(flags[1:])}) ...")
-        run([cc, *flags, std, *inc, "-S", str(src), "-o", str(out)])
-        units[name] = out.read_text()
+    done = {}  # (source file, v80) -> assembly: each ggml file is compiled once per -march
+    for unit in dict.fromkeys(s["unit"] for s in kernel_specs() if s["unit"].startswith("ggml:")):
+        func, v80 = unit.split(":")[1], unit.endswith(":v80")
+        src = ggml_source_of(ggml, func)
+        if (src, v80) not in done:
+            flags = GGML_V80_FLAGS if v80 else GGML_FLAGS
+            cc = "clang-19" if src.suffix == ".c" else "clang++-19"
+            std = "-std=gnu11" if src.suffix == ".c" else "-std=gnu++17"
+            out = work / f"ggml-{src.stem}{'-v80' if v80 else ''}.s"
+            log(f"compiling {src.relative_to(ggml.parent)} ({' '.join(flags[1:])}) ...")
+            run([cc, *flags, std, *inc, "-S", str(src), "-o", str(out)])
+            done[(src, v80)] = out.read_text()
+        units[unit] = done[(src, v80)]
     for kset in ("neon", "dotprod", "i8mm"):
         src = work / f"harness_{kset}.cpp"
         src.write_text(harness(kset))
@@ -320,7 +393,8 @@ def measure(cpus: list[str], iterations: int, sdist_arg: str | None, work: Path)
     kernels = {}
     for s in kernel_specs():
         try:
-            loop, nsig = hot_loop(function_body(units[s["unit"]], s["symbol"]), s["sig"][0])
+            loop, nsig, copies = hot_loop(function_body(units[s["unit"]], s["symbol"]), s["sig"][0],
+                                          s.get("step_sigs", 0))
         except Fail as e:
             raise Fail(f"{s['name']} ({s['symbol']}): {e}") from None
         weights = nsig * s["sig"][1]
@@ -330,6 +404,7 @@ def measure(cpus: list[str], iterations: int, sdist_arg: str | None, work: Path)
         # loop: per-group work (fp16 scales, loop control) lies outside it and is not counted.
         partial = s["group"] is not None and weights < 4 * s["group"]
         k = {"set": s["set"], "group": s["group"], "symbol": s["symbol"], "activation_rows": s["rows"],
+             "reference": s.get("ref", REPACKED), "inner_loop_copies": copies,
              "weights_per_iteration": weights, "loop_is_chunk_only": partial, "loop_instructions": sum(1 for l in loop if not l.endswith(":")),
              "cpus": {}}
         for cpu in cpus:
@@ -355,12 +430,14 @@ def measure(cpus: list[str], iterations: int, sdist_arg: str | None, work: Path)
         if k["set"] == "ggml":
             continue
         for cpu, m in k["cpus"].items():
-            ref = kernels[REPACKED]["cpus"][cpu]["cycles_per_256"]
-            if m["cycles_per_256"] is None or ref is None:
-                m.update(ratio_to_repacked=None, target=None, **{"pass": None})
+            rep = kernels[REPACKED]["cpus"][cpu]["cycles_per_256"]
+            ref = kernels[k["reference"]]["cpus"][cpu]["cycles_per_256"]
+            m["ratio_to_repacked"] = None if m["cycles_per_256"] is None or rep is None else m["cycles_per_256"] / rep
+            m["ratio_to_reference"] = None if m["cycles_per_256"] is None or ref is None else m["cycles_per_256"] / ref
+            if m["ratio_to_repacked"] is None:
+                m.update(target=None, **{"pass": None})
                 continue
-            m["ratio_to_repacked"] = m["cycles_per_256"] / ref
-            # The targets are set for GEMV (one activation row) on the three default cores.
+            # The targets are set for HM_Q4 GEMV (one activation row) on the three default cores.
             lim = TARGETS.get(k["group"]) if k["activation_rows"] == 1 and cpu in DEFAULT_CPUS else None
             m["target"] = lim
             m["pass"] = None if lim is None else m["ratio_to_repacked"] <= lim
@@ -374,6 +451,8 @@ def measure(cpus: list[str], iterations: int, sdist_arg: str | None, work: Path)
         # cortex-a76, neoverse-n1 and cortex-a55 all report dotprod and none i8mm, so hmllm's
         # dispatch runs the dotprod set there; the baseline NEON set only runs on v8.0 cores.
         "dotprod_set_all_met": all(m["pass"] for n, c, m in checked if n.startswith("hm-dotprod-")),
+        # tiles_hm_row<G, 4>: what the dotprod set runs for HM_Q4 decode (one activation row).
+        "hm_q4_decode_all_met": all(m["pass"] for n, c, m in checked if n.startswith("hm-row4-")),
     }
     return {"llama_cpp_python": llama_version(ggml), "sdist": str(sdist), "summary": summary,
             "ggml_flags": " ".join(GGML_FLAGS), "ggml_v80_flags": " ".join(GGML_V80_FLAGS), "set_flags": {k: " ".join(v) for k, v in SET_FLAGS.items()},
@@ -389,10 +468,10 @@ def fmt(v: float | None) -> str:
 
 def table(res: dict) -> str:
     cpus = res["cpus"]
-    w = 22
+    w = max([22] + [len(n) + len(k["reference"]) for n, k in res["kernels"].items() if k["reference"] != REPACKED])
     head = f"{'kernel':<{w}} {'w/iter':>6} " + " ".join(f"{c:>25}" for c in cpus)
     out = [f"cycles per 256 weights (llvm-mca-19, -iterations={res['iterations']}); "
-           f"(ratio to {REPACKED}; target)", head, "-" * len(head)]
+           f"(ratio to {REPACKED}, or to the ggml kernel named in [ ]; target)", head, "-" * len(head)]
     for name, k in res["kernels"].items():
         cells = []
         for c in cpus:
@@ -401,19 +480,24 @@ def table(res: dict) -> str:
                 cells.append(f"{'n/a (' + m['unsupported'] + ')':>25}")
                 continue
             cell = f"{m['cycles_per_256']:.1f}" + ("*" if m["hypothetical"] else "")
-            if m.get("ratio_to_repacked") is not None:
-                cell += f" ({m['ratio_to_repacked']:.3f}x"
+            if m.get("ratio_to_reference") is not None:
+                cell += f" ({m['ratio_to_reference']:.3f}x"
                 if m["pass"] is not None:
                     cell += f" {'ok' if m['pass'] else 'MISS'}<={m['target']}"
                 cell += ")"
             cells.append(f"{cell:>25}")
         wpi = k["weights_per_iteration"] * k["activation_rows"]
         mark = "+" if k.get("loop_is_chunk_only") else ""
+        mark += "^" if k["inner_loop_copies"] > 1 else ""
+        if k["set"] != "ggml" and k["reference"] != REPACKED:
+            mark += f" [{k['reference'].removeprefix('ggml-')}]"
         out.append(f"{name + mark:<{w}} {wpi:>6} " + " ".join(cells))
     out.append("w/iter: weights x activation rows per loop iteration; * = core without i8mm, "
                "smmla scheduled by llvm-mca with -mattr=+i8mm (hypothetical);")
     out.append("+ = innermost loop is the 32-column chunk loop, per-group work (scales) outside it is not "
-               "counted; targets (ok/MISS) only for 1-row GEMV on " + ", ".join(DEFAULT_CPUS))
+               "counted;")
+    out.append("^ = step loop with its inner tile loop's body written out 4 times; targets (ok/MISS) only for "
+               "1-row HM_Q4 GEMV on " + ", ".join(DEFAULT_CPUS))
     return "\n".join(out)
 
 

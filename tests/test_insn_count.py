@@ -128,6 +128,26 @@ def test_count_refuses_a_native_target_and_stray_flags(demo_project):
     assert proc.returncode == 2 and "go with --count" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_hmbuild("-C", str(demo_project), "bench", "--count", "--baseline", str(demo_project / "none.json"))
     assert proc.returncode != 0 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_hmbuild("-C", str(demo_project), "bench", "--llama-cpp-model", "x.gguf")
+    assert proc.returncode == 2 and "goes with --vs-llama-cpp" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.qemu
+@needs_arm64
+def test_vs_llama_cpp_on_an_int4_file_asks_for_its_source_before_counting(arm64_project, tmp_path):
+    """llama.cpp cannot read hmbuild's INT4 types: one sentence naming --llama-cpp-model, at once."""
+    from tiny_models import HM_Q4_G32, family_config, write_tiny_model
+    model = tmp_path / "tiny-int4.gguf"
+    write_tiny_model(model, family_config("llama", HM_Q4_G32))
+    proc = run_hmbuild("-C", str(arm64_project), "bench", "--target", "linux-arm64", "--count", "--vs-llama-cpp",
+                       "--model", str(model))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("hmbuild: error: ") and "--llama-cpp-model" in lines[-1], proc.stderr
+    assert "counting run" not in proc.stderr  # refused before any counting
+    proc = run_hmbuild("-C", str(arm64_project), "bench", "--target", "linux-arm64", "--count", "--vs-llama-cpp",
+                       "--model", str(model), "--llama-cpp-model", str(tmp_path / "missing.gguf"))
+    assert proc.returncode != 0 and "missing.gguf does not exist" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.qemu

@@ -177,6 +177,9 @@ def eval_cmd(ctx, model_path, reference_path, text_path, ctx_size, target_flag, 
                    "deterministic), with the top functions; linux-arm64 or ohos-arm64.")
 @click.option("--vs-llama-cpp", is_flag=True,
               help="With --count: the same counts for llama.cpp built for the same CPU features, and the ratios.")
+@click.option("--llama-cpp-model", "llama_cpp_model", type=click.Path(path_type=Path),
+              help="With --vs-llama-cpp: the file llama.cpp runs (default: --model); for an INT4 file from "
+                   "hmbuild quantize, the file it was quantized from.")
 @click.option("--baseline", type=click.Path(path_type=Path),
               help="With --count: fail (exit 1) when instructions per token exceed this recorded baseline by over 2%.")
 @click.option("--save-baseline", type=click.Path(path_type=Path), help="With --count: record the counts as a baseline.")
@@ -184,14 +187,17 @@ def eval_cmd(ctx, model_path, reference_path, text_path, ctx_size, target_flag, 
               help='Print one JSON object on stdout ({"runs": [...]} with --threads-sweep).')
 @click.pass_context
 def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_tokens, gen_tokens, repeat, kv, ctx_size,
-              kernels, cpu_flag, build_type_flag, count, vs_llama_cpp, baseline, save_baseline, as_json):
+              kernels, cpu_flag, build_type_flag, count, vs_llama_cpp, llama_cpp_model, baseline, save_baseline,
+              as_json):
     """Prefill/decode tokens/s, TTFT cold and warm, peak RSS and memory-bandwidth use of a model on a target;
     with --count, instructions and bytes per token under qemu, side by side with llama.cpp."""
     if not count and (vs_llama_cpp or baseline or save_baseline):
         raise HmbuildError("--vs-llama-cpp, --baseline and --save-baseline go with --count.", 2)
+    if llama_cpp_model and not vs_llama_cpp:
+        raise HmbuildError("--llama-cpp-model goes with --vs-llama-cpp.", 2)
     if count:
         return _count(ctx, target_flag, model_flag, prompt_tokens, gen_tokens, cpu_flag, build_type_flag,
-                      vs_llama_cpp, baseline, save_baseline, as_json)
+                      vs_llama_cpp, baseline, save_baseline, as_json, llama_cpp_model)
     options = bench_options(threads, threads_sweep, 128 if prompt_tokens is None else prompt_tokens,
                             64 if gen_tokens is None else gen_tokens, repeat, kv, ctx_size, kernels)
     r = resolve_runnable(ctx, target_flag, build_type_flag, cpu_flag)
@@ -207,7 +213,7 @@ def bench_cmd(ctx, target_flag, model_flag, threads, threads_sweep, prompt_token
 
 
 def _count(ctx, target_flag, model_flag, prompt_tokens, gen_tokens, cpu_flag, build_type_flag, vs_llama_cpp, baseline,
-           save_baseline, as_json):
+           save_baseline, as_json, llama_cpp_model=None):
     base = insn_bench.read_baseline(baseline) if baseline else None
     if base is not None:  # the baseline's settings, unless given
         prompt_tokens = base["prompt_tokens"] if prompt_tokens is None else prompt_tokens
@@ -219,7 +225,8 @@ def _count(ctx, target_flag, model_flag, prompt_tokens, gen_tokens, cpu_flag, bu
     report = insn_bench.run_count(r.target, built, model, r.cpu,
                                   insn_bench.COUNT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens,
                                   insn_bench.COUNT_GEN_TOKENS if gen_tokens is None else gen_tokens,
-                                  vs_llama_cpp, progress=lambda line: info(f"bench --count: {line}"))
+                                  vs_llama_cpp, progress=lambda line: info(f"bench --count: {line}"),
+                                  llama_cpp_model=llama_cpp_model)
     if save_baseline:
         Path(save_baseline).write_text(json.dumps(insn_bench.baseline_json(report), indent=1) + "\n", encoding="utf-8")
         info(f"bench --count: wrote the baseline {save_baseline}")

@@ -201,6 +201,10 @@ def format_table(report: BenchReport) -> list[str]:
     lines.append(f"model file {_mb(first.model_bytes)} MB + KV cache {_mb(first.kv_bytes)} MB + 64 MB = "
                  f"{_mb(first.rss_limit_bytes)} MB allowed for peak RSS; decode reads "
                  f"{_mb(first.decode_bytes_per_token)} MB per token")
+    if first.extra.get("interleaved_bytes"):
+        lines.append(f"{_mb(first.extra['interleaved_bytes'])} MB of weights interleaved at load for the "
+                     f"{first.kernels} kernels in {first.extra.get('interleave_ms', 0):.1f} ms (part of the cold "
+                     "TTFT); their file pages are given back, so resident memory does not double")
     over = [r for r in report.runs if r.peak_rss_bytes > r.rss_limit_bytes]
     for r in over:
         lines.append(f"peak RSS at {r.threads} threads is over that by {_mb(r.peak_rss_bytes - r.rss_limit_bytes)} MB")

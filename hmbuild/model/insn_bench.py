@@ -161,6 +161,7 @@ class CountReport:
     hmllm: EngineCount
     llama_cpp: EngineCount | None = None
     llama_cpp_arch: str | None = None
+    llama_cpp_model: Path | None = None  # the file llama.cpp ran (another one for hmbuild's INT4 files)
 
     def ratios(self) -> dict | None:
         if self.llama_cpp is None:
@@ -175,7 +176,8 @@ class CountReport:
         out = {"target": self.target, "cpu": self.cpu, "model": str(self.model), "threads": 1,
                "prompt_tokens": self.prompt_tokens, "gen_tokens": self.gen_tokens, "hmllm": self.hmllm.to_json()}
         if self.llama_cpp is not None:
-            out["llama_cpp"] = {**self.llama_cpp.to_json(), "arch": self.llama_cpp_arch}
+            out["llama_cpp"] = {**self.llama_cpp.to_json(), "arch": self.llama_cpp_arch,
+                                 "model": str(self.llama_cpp_model or self.model)}
             out["ratio_hmllm_to_llama_cpp"] = self.ratios()
         return out
 
@@ -188,6 +190,8 @@ def format_counts(report: CountReport) -> list[str]:
     where = f"qemu-aarch64 -cpu {report.cpu or 'default'}"
     lines = [f"{report.model.name} on {report.target} ({where}), 1 thread, {report.prompt_tokens} prompt tokens, "
              f"{report.gen_tokens} decode steps; hmllm kernels {report.hmllm.kernels}: per token"]
+    if report.llama_cpp_model and report.llama_cpp_model != report.model:
+        lines.append(f"llama.cpp runs {report.llama_cpp_model.name}")
     engines = [report.hmllm] + ([report.llama_cpp] if report.llama_cpp else [])
     head = f"{'':<28}" + "".join(f"{e.engine:>14}" for e in engines) + ("  hmllm / llama.cpp" if report.llama_cpp else "")
     lines.append(head)
@@ -207,7 +211,8 @@ def format_counts(report: CountReport) -> list[str]:
 
 
 def run_count(target: Target, build: BuildResult, model: Path, cpu: str | None, prompt_tokens: int, gen_tokens: int,
-              vs_llama_cpp: bool = False, progress: Callable[[str], None] = lambda msg: None) -> CountReport:
+              vs_llama_cpp: bool = False, progress: Callable[[str], None] = lambda msg: None,
+              llama_cpp_model: Path | None = None) -> CountReport:
     """Counts hmllm (and with vs_llama_cpp, llama.cpp built for the same CPU features) on the same ids."""
     if prompt_tokens < 2:
         raise HmbuildError(f"--prompt-tokens must be at least 2 with --count; got {prompt_tokens}.", 2)
@@ -217,6 +222,13 @@ def run_count(target: Target, build: BuildResult, model: Path, cpu: str | None, 
         raise HmbuildError(f"Model file {model} does not exist; pass an existing .gguf file or fetch the test model "
                            "with `hmbuild fetch-model`.")
     runner = qemu_runner(target, cpu)
+    theirs = Path(llama_cpp_model) if llama_cpp_model else Path(model)
+    if vs_llama_cpp:  # before any counting: a wrong file is known now
+        if llama_cpp_model and not theirs.is_file():
+            raise HmbuildError(f"--llama-cpp-model {theirs} does not exist; pass the GGUF file llama.cpp should run.")
+        if not llama_cpp_model and _has_hm_types(theirs):
+            raise HmbuildError(f"{Path(model).name} holds hmbuild's INT4 types, which llama.cpp cannot read; pass the "
+                               "file it was quantized from with --llama-cpp-model.")
     prompt = prompt_ids(runner, hmllm_tool(build), Path(model), prompt_tokens)
     report = CountReport(target.name, cpu, Path(model), prompt_tokens, gen_tokens,
                          count_hmllm(target, build, Path(model), cpu, prompt, gen_tokens, progress))
@@ -227,10 +239,24 @@ def run_count(target: Target, build: BuildResult, model: Path, cpu: str | None, 
             raise HmbuildError("--vs-llama-cpp builds llama.cpp for linux-arm64 only; count with --target linux-arm64.")
         arch = arm_arch_for_cpu(cpu or "max")
         exe = build_llama_count(arch, progress=progress)
-        report.llama_cpp = count_llama_cpp(exe, Path(model), (target.runner[0], *(("-cpu", cpu) if cpu else ())),
+        report.llama_cpp = count_llama_cpp(exe, theirs, (target.runner[0], *(("-cpu", cpu) if cpu else ())),
                                            prompt, gen_tokens, progress)
+        report.llama_cpp_model = theirs
         report.llama_cpp_arch = arch
     return report
+
+
+def _has_hm_types(model: Path) -> bool:
+    """Whether a GGUF file holds hmbuild's INT4 tensor types (ids the gguf package does not know)."""
+    from hmbuild.model import ggml_types
+
+    ggml_types.register_with_gguf()
+    import gguf
+
+    try:
+        return any(int(t.tensor_type) in ggml_types.HM_Q4.values() for t in gguf.GGUFReader(model).tensors)
+    except (ValueError, OSError):
+        return False  # not a file this check can read: llama.cpp's own message says why
 
 
 # ---- The CI guard: a recorded baseline and the comparison with it.

@@ -154,10 +154,8 @@ Status read_rope_scaling(const GgufFile& g, const std::string& a, int head_dim, 
     return Status{};
 }
 
-// Interleaves the matrices the active kernel set reads faster that way (kernels.h) into memory the
-// weights own, a slice of rows at a time, giving each slice's file pages back as soon as it is
-// copied: resident memory stays about the file's size (the bytes move, they are not doubled), and
-// the peak is one slice above it. Without the memory for the copy, the file layout is used as is.
+}  // namespace
+
 void interleave_weights(const GgufFile& gguf, ModelWeights* mw) {
     std::vector<MatView*> views = {&mw->tok_embd, &mw->output};
     for (LayerWeights& l : mw->layers)
@@ -188,7 +186,7 @@ void interleave_weights(const GgufFile& gguf, ModelWeights* mw) {
     for (const uint8_t* p : sources) {
         const MatView* m = view_of(p);
         const size_t rb = row_bytes(m->type, m->n_cols);
-        const int64_t slice = std::max<int64_t>(4, int64_t(4 << 20) / int64_t(rb) / 4 * 4);  // ~4 MB
+        const int64_t slice = std::max<int64_t>(4, int64_t(1 << 20) / int64_t(rb) / 4 * 4);  // ~1 MB
         for (int64_t r = 0; r < m->n_rows; r += slice) {
             const int64_t r1 = std::min(m->n_rows, r + slice);
             interleave_rows(m->type, p, m->n_cols, r, r1, out + size_t(r) * rb);
@@ -208,7 +206,6 @@ void interleave_weights(const GgufFile& gguf, ModelWeights* mw) {
     mw->interleave_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
 
 Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
     ModelConfig c;
@@ -346,7 +343,6 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
                                                               name + ", which is not a weight matrix of this model");
     }
     mw.weight_bytes = b.bytes;
-    interleave_weights(gguf, &mw);
     *cfg = c;
     *w = std::move(mw);
     return Status{};

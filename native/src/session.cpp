@@ -39,6 +39,8 @@ Status Session::open(const std::string& model_path, const SessionOptions& option
         s->has_chat_format_ = true;
     }
     s->options_ = options;
+    // Last of the checks passed: now the one copy a load makes (interleaved matrices, if any).
+    interleave_weights(s->model_, &s->weights_);
     if (s->has_chat_format_) s->chat_stops_ = resolve_chat_stops(s->chat_format_.stop, s->tokenizer_);
     // Threads = big cores (4 when unknown), owned by the engine's pool, pinned to the big cores
     // and given a raised priority where the system allows it.

@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
 namespace hmllm {
 
 inline float fp16_to_fp32(uint16_t h) {
@@ -36,7 +40,19 @@ inline float fp16_to_fp32(uint16_t h) {
 // 256 KB lookup table it replaced, that conversion went from 5.2% to 3.2% of Gemma 3 270M's
 // decode time (perf, x86_64, 2 threads, 200 tokens).
 inline void fp16_to_fp32_row(const uint16_t* h, float* out, int n) {
-    for (int i = 0; i < n; ++i) {
+    int i = 0;
+#if defined(__aarch64__)
+    // Every aarch64 core converts halves in hardware (FCVTL, part of the base instruction set), and
+    // exactly, as the code below: one instruction per 4 values instead of about a dozen (decode
+    // attention of Gemma 3 270M on cortex-a76: KvCache::head_values 3.4 M -> 0.5 M instructions per
+    // token, bench --count). A NaN stays NaN (FCVTL quiets a signalling one).
+    for (; i + 8 <= n; i += 8) {
+        const float16x8_t v = vreinterpretq_f16_u16(vld1q_u16(h + i));
+        vst1q_f32(out + i, vcvt_f32_f16(vget_low_f16(v)));
+        vst1q_f32(out + i + 4, vcvt_high_f32_f16(v));
+    }
+#endif
+    for (; i < n; ++i) {
         const uint32_t em = uint32_t(h[i] & 0x7fff) << 13;
         const uint32_t e = em & 0x0f800000u;
         const uint32_t special = 0u - uint32_t(e == 0x0f800000u), tiny = 0u - uint32_t(e == 0);  // all-ones masks

@@ -73,6 +73,15 @@ struct ModelWeights {
 
 // Reads the config from metadata and binds every tensor; a missing tensor, a wrong shape or an
 // unsupported type is an error naming the tensor.
+// The weights are views into the mapping: nothing is copied.
 Status load_model(const GgufFile& gguf, ModelConfig* config, ModelWeights* weights);
+
+// Interleaves the matrices the active kernel set reads faster that way (kernels.h) into memory the
+// weights then own, a slice of rows at a time, giving each slice's file pages back (drop_pages) as
+// soon as it is copied: resident memory stays about the file's size (the bytes move, they are not
+// doubled), the peak one slice (1 MB) above it. Without the memory for the copy the file layout
+// is kept, which every kernel set also computes with. A session does this once after load_model;
+// interleaving the same file twice would hold two copies.
+void interleave_weights(const GgufFile& gguf, ModelWeights* weights);
 
 }  // namespace hmllm

@@ -111,6 +111,8 @@ public:
 
     const GgufFile& model() const { return model_; }
     const Tokenizer& tokenizer() const { return tokenizer_; }
+    // The bound weights (interleaved where the kernels prefer it: interleaved_bytes, interleave_ms).
+    const ModelWeights& weights() const { return weights_; }
     Engine& engine() { return *engine_; }
     const SessionOptions& options() const { return options_; }
     int threads() const { return engine_ ? engine_->threads() : 0; }
