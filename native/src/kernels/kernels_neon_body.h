@@ -863,6 +863,7 @@ float dot_iq4_xs_fused(const uint8_t* w, const ActRow& a, int64_t n) {
 template <class B, void (*Unpack)(const B&, KGen*), bool HasMin, bool Pairs, RowDot Dot>
 struct KGenRow {
     static constexpr RowDot dot = Dot;
+    static constexpr bool kFourRowDecode = false;  // one row at a time (matmul_k)
     using Block = B;
     using Unpacked = KGen;
     static void unpack(const Block& b, Unpacked* u) { Unpack(b, u); }
