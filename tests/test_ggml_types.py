@@ -81,3 +81,58 @@ def test_the_dequantize_fixture_covers_every_engine_type_and_reads_back():
         off += nbytes + 4 * n
     assert off == len(data)
     assert seen == T.ENGINE_TYPES - {T.F32, *T.HM_Q4.values()}
+def write_to_float_cases(path, seed=29):
+    """A GGUF file with, for every ggml type the engine runs, tensor w.<type> (8 x 512) and gguf-py's
+    dequantization of it as ref.<type> (F32): rows quantized by gguf-py where it can quantize the
+    type (realistic scales), and raw random bytes everywhere else and in a second tensor of each
+    type (every bit pattern of scales and quants, NaN and inf included). Returns the type names."""
+    import numpy as np
+    from gguf import GGMLQuantizationType as Q, GGUFWriter, quants
+
+    rng = np.random.default_rng(seed)
+    writer = GGUFWriter(str(path), "llama")
+    names = []
+    for type_id in sorted(T.ENGINE_TYPES - set(T.HM_Q4.values())):
+        qtype = Q(type_id)
+        block, size = T.block(type_id)
+        rows, cols = 8, 512
+        tensors = {}
+        try:
+            tensors[qtype.name] = quants.quantize(rng.standard_normal((rows, cols), dtype=np.float32), qtype)
+        except NotImplementedError:
+            pass
+        raw = rng.integers(0, 256, (rows, cols // block * size), dtype=np.uint8)
+        tensors[qtype.name + "_bytes"] = raw.view(np.float32) if qtype == Q.F32 else raw
+        for name, data in tensors.items():
+            data = np.ascontiguousarray(data)
+            with np.errstate(invalid="ignore", over="ignore"):  # random fp16 scales: inf * 0
+                ref = quants.dequantize(data.view(np.uint8) if qtype != Q.F32 else data,
+                                        qtype).astype(np.float32)
+            if qtype == Q.F32:
+                writer.add_tensor("w." + name, data)
+            else:  # bytes: gguf-py takes the shape from the byte count per row
+                writer.add_tensor("w." + name, data.view(np.uint8), raw_dtype=qtype)
+            writer.add_tensor("ref." + name, ref.reshape(rows, cols))
+            names.append(name)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return names
+
+
+def test_to_float_equals_gguf_py_dequantize(host_project, tmp_path):
+    """The engine's to_float (the embedding lookup's dequantization) of every type it runs gives
+    gguf-py's dequantize bit for bit: the native type-table test reads the file written here."""
+    import os
+    import subprocess
+
+    cases = tmp_path / "to_float.gguf"
+    names = write_to_float_cases(cases)
+    assert {"Q4_1", "Q5_1", "Q4_1_bytes", "Q5_1_bytes", "Q6_K_bytes"} <= set(names)
+    binary = host_project / "build" / "host-release" / "hmllm" / "hmllm_test_ggml_types"
+    proc = subprocess.run([str(binary), "to_float_matches_a_reference_file"], capture_output=True, text=True,
+                          env=dict(os.environ, HMLLM_TO_FLOAT_FILE=str(cases)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in names:
+        assert f"# w.{name}: 8 x 512 values equal" in proc.stdout, proc.stdout

@@ -35,7 +35,7 @@ def test_the_corpus_covers_every_kind_of_damage(corpus):
                  "kv_count_2e62", "tensor_count_2e62", "array_count_2e62", "string_length_past_end",
                  "tensor_offset_past_end", "tensor_size_past_end", "tensor_offset_misaligned", "tensor_type_unknown",
                  "tensor_shape_mismatch", "duplicate_key", "missing_block_count", "missing_embedding_length",
-                 "unknown_architecture", "wrong_architecture_qwen2", "missing_tensor_output_norm", "matrix_type_q4_1",
+                 "unknown_architecture", "wrong_architecture_qwen2", "missing_tensor_output_norm", "matrix_type_q8_1",
                  "vocab_larger_than_embedding", "tokenizer_model_unknown", "rotated_inputs_not_strings",
                  "rotated_inputs_unknown_tensor", "rotated_inputs_partial_block"):
         assert kind in names

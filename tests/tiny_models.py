@@ -66,6 +66,9 @@ class TinyConfig:
     # Linear RoPE scaling (<arch>.rope.scaling.type linear, .factor), as Gemma 3 4B carries it (8):
     # every angle divided by the factor, except on gemma3's sliding-window layers. None: none.
     rope_linear_factor: float | None = None
+    # Tensors written in another type than weight_type, as random blocks of it: {name: GGMLQuantizationType}
+    # (e.g. one IQ2_XXS matrix, which the engine refuses; its weights are not checked, so not kept).
+    tensor_types: dict | None = None
 
     @property
     def tied(self) -> bool:
@@ -137,6 +140,10 @@ class TinyWriter:
     def weight(self, name: str, n_rows: int, n_cols: int, qtype: Q | None = None, scale: float | None = None):
         qtype = self.cfg.weight_type if qtype is None else qtype
         scale = self.cfg.weight_scale if scale is None else scale
+        if self.cfg.tensor_types and name in self.cfg.tensor_types:
+            qtype = self.cfg.tensor_types[name]
+            self.raw.append((name, _random_blocks(self.rng, qtype, n_rows, n_cols), qtype, (n_rows, n_cols)))
+            return
         if int(qtype) in HM_GROUP:
             group = HM_GROUP[int(qtype)]
             w = (self.rng.standard_normal((n_rows, n_cols)) * scale).astype(np.float32)

@@ -95,6 +95,11 @@ def _test_env(target: Target, library: Path | None, cpu: str | None, model: Path
     if model:
         # The real model for tests whose behaviour depends on text (native tests read HMLLM_*).
         env["HMBUILD_TEST_MODEL"] = env["HMLLM_TEST_MODEL"] = str(model)
+        # The instruct model whose chats end by themselves, when `hmbuild fetch-model
+        # smollm2-135m-instruct` has cached it (its tests skip, saying so, otherwise).
+        from hmbuild.model.catalog import SMOLLM2_135M_INSTRUCT, cached_model
+        if (chat_model := cached_model(SMOLLM2_135M_INSTRUCT.key)) is not None:
+            env["HMBUILD_CHAT_TEST_MODEL"] = env["HMLLM_CHAT_TEST_MODEL"] = str(chat_model)
     if target.emulated:
         # qemu-user reads its CPU and library prefix from the environment, which also reaches
         # qemu processes that ctest starts.

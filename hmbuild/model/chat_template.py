@@ -452,9 +452,11 @@ class GgufChat:
 def read_gguf_chat(path: str | Path) -> GgufChat:
     """tokenizer.chat_template and the bos/eos/eot token texts of a GGUF, read through plan's header
     reader (which steps over the vocabulary); only the few token strings needed are decoded."""
+    from hmbuild.model.ggml_types import check_runnable
     from hmbuild.model.plan import field_value, open_gguf_header, string_array_items
 
     reader = open_gguf_header(Path(path))
+    check_runnable(path, ((t.name, t.tensor_type) for t in reader.tensors))  # a file that cannot run gets no format
     ids = {k: field_value(reader, f"tokenizer.ggml.{k}_token_id") for k in ("bos", "eos", "eot")}
     texts = string_array_items(reader, "tokenizer.ggml.tokens", {v for v in ids.values() if isinstance(v, int)})
     template = field_value(reader, "tokenizer.chat_template")

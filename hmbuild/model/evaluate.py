@@ -15,6 +15,7 @@ from hmbuild.errors import HmbuildError
 from hmbuild.config.project import Project
 from hmbuild.build.runners import built_tool, check_cpu, ensure_runnable, run_progress_tool
 from hmbuild.targets.target import Target
+from hmbuild.model.ggml_types import check_file_runnable
 from hmbuild.model.texts import check_text, shipped_text
 
 DEFAULT_CTX = 512
@@ -71,6 +72,8 @@ def check_inputs(model: Path | None, reference: Path | None, text: Path | None, 
     for what, path in (("Model", model), ("Reference model", reference)):
         if not Path(path).is_file():
             raise HmbuildError(f"{what} file {path} does not exist; pass an existing .gguf file.")
+    for path in (model, reference):
+        check_file_runnable(Path(path))
     if ctx < 2:
         raise HmbuildError(f"--ctx {ctx} is too small; a window needs at least 2 tokens (e.g. --ctx {DEFAULT_CTX}).")
     text = check_text(default_text() if text is None else Path(text), "--text", "to evaluate on")

@@ -28,7 +28,7 @@ HM_BLOCK = {type_id: (group, 2 + group // 2) for group, type_id in HM_Q4.items()
 READABLE = frozenset({F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
                       *HM_Q4.values()})
 # What the engine runs as it is: the rows of native/src/ggml_types.cpp with a dot kernel.
-ENGINE_TYPES = frozenset({F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
+ENGINE_TYPES = frozenset({F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
                           *HM_Q4.values()})
 FLOAT_TYPES = frozenset({F32, F16, BF16})
 
@@ -80,6 +80,50 @@ def block(type_id: int) -> tuple[int, int]:
         return gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(type_id)]
     except ValueError:
         raise KeyError(type_id) from None
+
+
+def ggml_name(type_id: int) -> str:
+    """ggml's spelling of a type (q4_K, iq2_xxs, hm_q4_g32), as the runtime's messages write it."""
+    name = type_name(type_id)
+    if name.startswith("type "):
+        return "number " + name[5:]
+    name = name.lower()
+    return name[:-2] + "_K" if name.endswith("_k") else name
+
+
+def unrunnable_message(path, tensor: str, type_id: int) -> str:
+    """The runtime's sentence for a file holding a tensor it cannot compute with (the same words as
+    native/src/ggml_types.cpp's unrunnable_tensor_message), with the types that do run."""
+    runs = [ggml_name(t) for t in sorted(ENGINE_TYPES)]
+    return (f"{path} cannot be loaded: tensor {tensor} has type {ggml_name(type_id)}, which this runtime cannot run; "
+            f"it runs files whose tensors are {', '.join(runs[:-1])} and {runs[-1]}.")
+
+
+def first_unrunnable(tensors) -> tuple[str, int] | None:
+    """(name, type id) of the first of (name, type id) pairs whose type the engine cannot run."""
+    return next(((name, int(t)) for name, t in tensors if int(t) not in ENGINE_TYPES), None)
+
+
+def check_runnable(path, tensors) -> None:
+    """Refuses (HmbuildError, one sentence) a file with a tensor whose type the engine cannot run;
+    tensors: (name, type id) pairs, e.g. from a gguf reader's tensors."""
+    from hmbuild.errors import HmbuildError
+
+    bad = first_unrunnable(tensors)
+    if bad is not None:
+        raise HmbuildError(unrunnable_message(path, *bad))
+
+
+def check_file_runnable(path) -> None:
+    """check_runnable on a model file's tensors (read through plan's header reader). A file the gguf
+    package cannot read is left alone: the runtime's reader names what is wrong with it."""
+    from hmbuild.model.plan import open_gguf_header
+
+    try:
+        tensors = [(t.name, t.tensor_type) for t in open_gguf_header(path).tensors]
+    except Exception:  # noqa: BLE001 - HmbuildError or whatever a damaged file trips
+        return
+    check_runnable(path, tensors)
 
 
 def bits_per_weight(type_id: int) -> float:

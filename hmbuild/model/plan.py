@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hmbuild.errors import HmbuildError
 from hmbuild.model import ggml_types as T
-from hmbuild.model.ggml_types import register_with_gguf
+from hmbuild.model.ggml_types import check_runnable, register_with_gguf
 from hmbuild.model.quantize import keeps_source
 
 # ---- units
@@ -472,6 +472,7 @@ def read_gguf(path: Path) -> ModelDims:
     unless given, context_length defaulting to 2048)."""
     path = Path(path)
     reader = open_gguf_header(path)
+    check_runnable(path, ((t.name, t.tensor_type) for t in reader.tensors))  # never plan a file that cannot run
 
     def value(key):
         return field_value(reader, key)

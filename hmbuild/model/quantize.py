@@ -381,10 +381,12 @@ def _open_reader(path: Path):
     if magic != b"GGUF":
         raise HmbuildError(f"{path} is not a GGUF file (it does not start with the GGUF magic); pass a .gguf model.")
     try:
-        return gguf.GGUFReader(str(path), "r")
+        reader = gguf.GGUFReader(str(path), "r")
     except Exception as exc:  # noqa: BLE001 - a damaged file, whatever the reader trips over
         raise HmbuildError(f"{path} is not a readable GGUF file ({exc}); check that it was downloaded completely.") \
             from None
+    T.check_runnable(path, ((t.name, t.tensor_type) for t in reader.tensors))  # what the engine cannot run, it cannot requantize from
+    return reader
 
 
 def check_paths(input_path: Path, output_path: Path) -> tuple[Path, Path]:

@@ -14,8 +14,10 @@ using kern::to_float_f16;
 using kern::to_float_f32;
 using kern::to_float_hm;
 using kern::to_float_q4_0;
+using kern::to_float_q4_1;
 using kern::to_float_q4_k;
 using kern::to_float_q5_0;
+using kern::to_float_q5_1;
 using kern::to_float_q6_k;
 using kern::to_float_q8_0;
 using kern::to_float_q2_k;
@@ -32,9 +34,9 @@ constexpr TypeInfo kTypes[] = {
     {GgmlType::F32,        "f32",        1,     4,     1,    to_float_f32,      ActKind::F32,   kern::kF32},
     {GgmlType::F16,        "f16",        1,     2,     1,    to_float_f16,      ActKind::F32,   kern::kF16},
     {GgmlType::Q4_0,       "q4_0",       32,    18,    1,    to_float_q4_0,     ActKind::Q8_32, kern::kQ4_0},
-    {GgmlType::Q4_1,       "q4_1",       32,    20,    1,    nullptr,           kNone,          -1},
+    {GgmlType::Q4_1,       "q4_1",       32,    20,    1,    to_float_q4_1,     ActKind::Q8_1,  kern::kQ4_1},
     {GgmlType::Q5_0,       "q5_0",       32,    22,    1,    to_float_q5_0,     ActKind::Q8_32, kern::kQ5_0},
-    {GgmlType::Q5_1,       "q5_1",       32,    24,    1,    nullptr,           kNone,          -1},
+    {GgmlType::Q5_1,       "q5_1",       32,    24,    1,    to_float_q5_1,     ActKind::Q8_1,  kern::kQ5_1},
     {GgmlType::Q8_0,       "q8_0",       32,    34,    1,    to_float_q8_0,     ActKind::Q8_32, kern::kQ8_0},
     {GgmlType::Q8_1,       "q8_1",       32,    36,    1,    nullptr,           kNone,          -1},
     {GgmlType::Q2_K,       "q2_K",       256,   84,    1,    to_float_q2_k,     ActKind::Q8_K,  kern::kQ2_K},
@@ -60,6 +62,8 @@ constexpr const TypeInfo& entry(GgmlType t) {
 
 // The block layouts the kernels read are the ones the table sizes.
 static_assert(entry(GgmlType::Q4_0).type_size == sizeof(BlockQ4_0) && entry(GgmlType::Q4_0).block_size == kQK);
+static_assert(entry(GgmlType::Q4_1).type_size == sizeof(BlockQ4_1) && entry(GgmlType::Q4_1).block_size == kQK);
+static_assert(entry(GgmlType::Q5_1).type_size == sizeof(BlockQ5_1) && entry(GgmlType::Q5_1).block_size == kQK);
 static_assert(entry(GgmlType::Q5_0).type_size == sizeof(BlockQ5_0) && entry(GgmlType::Q5_0).block_size == kQK);
 static_assert(entry(GgmlType::Q8_0).type_size == sizeof(BlockQ8_0) && entry(GgmlType::Q8_0).block_size == kQK);
 static_assert(entry(GgmlType::Q4_K).type_size == sizeof(BlockQ4_K) && entry(GgmlType::Q4_K).block_size == kQKK);
@@ -102,6 +106,35 @@ const TypeInfo* type_info(uint32_t raw_type) {
 const TypeInfo* all_type_infos(int* count) {
     *count = kTypeCount;
     return kTypes;
+}
+
+const char* ggml_type_name(uint32_t raw_type) {
+    if (const TypeInfo* t = type_info(raw_type)) return t->name;
+    // ggml's ids without a row here (ggml.h's enum ggml_type; 4, 5 and 31-33 are retired), for messages.
+    static const char* const kGgmlNames[] = {
+        "f32", "f16", "q4_0", "q4_1", nullptr, nullptr, "q5_0", "q5_1", "q8_0", "q8_1",
+        "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K", "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s",
+        "iq4_nl", "iq3_s", "iq2_s", "iq4_xs", "i8", "i16", "i32", "i64", "f64", "iq1_m",
+        "bf16", nullptr, nullptr, nullptr, "tq1_0", "tq2_0", nullptr, nullptr, nullptr, "mxfp4"};
+    constexpr uint32_t n = sizeof kGgmlNames / sizeof kGgmlNames[0];
+    return raw_type < n ? kGgmlNames[raw_type] : nullptr;
+}
+
+std::string unrunnable_tensor_message(const std::string& tensor, uint32_t raw_type) {
+    const char* name = ggml_type_name(raw_type);
+    std::string runs;
+    int n = 0;
+    const TypeInfo* types = all_type_infos(&n);
+    int last = -1;
+    for (int i = 0; i < n; ++i)
+        if (types[i].kernel >= 0) last = i;
+    for (int i = 0; i < n; ++i) {
+        if (types[i].kernel < 0) continue;
+        if (!runs.empty()) runs += i == last ? " and " : ", ";
+        runs += types[i].name;
+    }
+    return "tensor " + tensor + " has type " + (name ? std::string(name) : "number " + std::to_string(raw_type)) +
+           ", which this runtime cannot run; it runs files whose tensors are " + runs;
 }
 
 }  // namespace hmllm

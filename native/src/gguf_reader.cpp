@@ -438,10 +438,9 @@ private:
         if (!read_u32(&t.type)) return truncated();
         const TypeInfo* info = type_info(t.type);
         if (info == nullptr) {
-            if (t.type < kGgmlTypeRange) {
-                return unsupported(shown + " uses ggml type " + std::to_string(t.type) +
-                                   ", which this runtime does not implement");
-            }
+            // A type of ggml's that has no row here (IQ2_XXS, TQ1_0, MXFP4, ...), or a number in
+            // ggml's range it may assign next: named, with what does run.
+            if (t.type < kGgmlTypeRange) return unsupported(unrunnable_tensor_message("'" + printable(name) + "'", t.type));
             return invalid(shown + " has unknown type " + std::to_string(t.type));
         }
         const uint64_t ne0 = static_cast<uint64_t>(t.ne[0]);

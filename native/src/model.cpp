@@ -50,10 +50,8 @@ struct Binder {
                                               std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
             return m;
         }
-        if (!kernel_supported(t->type)) {
-            const TypeInfo* ti = type_info(t->type);
-            fail(ErrorCode::UnsupportedModel, "tensor " + name + " has type " + (ti ? ti->name : "?") +
-                                                  ", which this runtime cannot compute with");
+        if (!kernel_supported(t->type)) {  // load_model refused the file already; kept for other callers
+            fail(ErrorCode::UnsupportedModel, unrunnable_tensor_message(name, t->type));
             return m;
         }
         if (n_rows % row_granularity(t->type) != 0) {
@@ -219,6 +217,12 @@ Status load_model(const GgufFile& gguf, ModelConfig* cfg, ModelWeights* w) {
     else if (a.empty()) return Status::error(ErrorCode::InvalidModel, path + " has no general.architecture");
     else return Status::error(ErrorCode::UnsupportedModel,
                               path + " is a '" + a + "' model; supported: llama, qwen2, qwen3, gemma3");
+
+    // A file holding any tensor this runtime cannot compute with is refused here, whichever tensor
+    // it is, before anything is read from it (the GGUF reader already refused the types it cannot size).
+    for (const GgufTensorInfo& t : gguf.tensors())
+        if (!kernel_supported(t.type))
+            return Status::error(ErrorCode::UnsupportedModel, path + " cannot be loaded: " + unrunnable_tensor_message(t.name, t.type));
 
     constexpr int64_t kIntMax = 0x7fffffff;
     Status st;

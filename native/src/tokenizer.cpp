@@ -335,6 +335,27 @@ Lengths split_runs(const std::vector<uint32_t>& cps, const Lengths& in, Pred pre
     return out;
 }
 
+// Every character for which pred holds is a word of its own; the runs between them stay words
+// (smollm's first regex, \p{N}: each digit alone, the text around it left to the next pass).
+template <class Pred>
+Lengths split_each(const std::vector<uint32_t>& cps, const Lengths& in, Pred pred) {
+    Lengths out;
+    size_t start = 0;
+    for (size_t len : in) {
+        const size_t end = start + len;
+        size_t run = start;
+        for (size_t pos = start; pos < end; ++pos) {
+            if (!pred(cps[pos])) continue;
+            if (pos > run) out.push_back(pos - run);
+            out.push_back(1);
+            run = pos + 1;
+        }
+        if (end > run) out.push_back(end - run);
+        start = end;
+    }
+    return out;
+}
+
 // "[0-9][0-9][0-9]": every three ASCII digits in a row, left to right, become a word.
 Lengths split_digit_triples(const std::vector<uint32_t>& cps, const Lengths& in) {
     Lengths out;
@@ -435,6 +456,8 @@ Status Tokenizer::load(const GgufFile& gguf, Tokenizer* out) {
             t.pre_ = PreTokenizer::Llama3;
         } else if (contains({"qwen2", "deepseek-r1-qwen", "megrez"}, pre)) {
             t.pre_ = PreTokenizer::Qwen2;
+        } else if (pre == "smollm") {
+            t.pre_ = PreTokenizer::Smollm;
         } else {
             return Status::error(ErrorCode::UnsupportedModel,
                                  "the model's BPE pre-tokenizer '" + pre + "' is not supported");
@@ -890,6 +913,12 @@ void Tokenizer::split_words(std::string_view text, std::vector<std::string>* wor
         case PreTokenizer::Gpt2: lengths = split_gpt2(cps, lengths); break;
         case PreTokenizer::Llama3: lengths = split_llama3(cps, lengths, 3); break;
         case PreTokenizer::Qwen2: lengths = split_llama3(cps, lengths, 1); break;
+        case PreTokenizer::Smollm:  // \p{N}, then GPT-2's regex on what lies between the digits
+            lengths = split_each(cps, lengths, [](uint32_t c) {
+                return !is_whitespace(c) && char_class(c) == kNumber;
+            });
+            lengths = split_gpt2(cps, lengths);
+            break;
         case PreTokenizer::None: break;
     }
     const ByteUnicode& bu = byte_unicode();

@@ -2,7 +2,10 @@
 // the tensor sizes the GGUF reader computes, and the kernels' row sizes.
 #include "test_main.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,12 +54,14 @@ TEST_CASE(kernel_fields_come_together) {
         CHECK_EQ(row_granularity(raw(t.type)), int64_t(t.tile_rows));
         if (computable) CHECK(kernels.insert(t.kernel).second);
     }
-    CHECK_EQ(kernels.size(), size_t(16));
+    CHECK_EQ(kernels.size(), size_t(18));
 }
 
 TEST_CASE(entries_match_the_block_structs) {
     CHECK_EQ(type_info(GgmlType::Q4_0)->type_size, uint32_t(sizeof(BlockQ4_0)));
     CHECK_EQ(type_info(GgmlType::Q5_0)->type_size, uint32_t(sizeof(BlockQ5_0)));
+    CHECK_EQ(type_info(GgmlType::Q4_1)->type_size, uint32_t(sizeof(BlockQ4_1)));
+    CHECK_EQ(type_info(GgmlType::Q5_1)->type_size, uint32_t(sizeof(BlockQ5_1)));
     CHECK_EQ(type_info(GgmlType::Q8_0)->type_size, uint32_t(sizeof(BlockQ8_0)));
     CHECK_EQ(type_info(GgmlType::Q4_K)->type_size, uint32_t(sizeof(BlockQ4_K)));
     CHECK_EQ(type_info(GgmlType::Q6_K)->type_size, uint32_t(sizeof(BlockQ6_K)));
@@ -66,7 +71,7 @@ TEST_CASE(entries_match_the_block_structs) {
     CHECK_EQ(type_info(GgmlType::IQ4_NL)->type_size, uint32_t(sizeof(BlockIQ4_NL)));
     CHECK_EQ(type_info(GgmlType::IQ4_XS)->type_size, uint32_t(sizeof(BlockIQ4_XS)));
     CHECK_EQ(type_info(GgmlType::BF16)->type_size, uint32_t(sizeof(uint16_t)));
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL})
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::Q5_1})
         CHECK_EQ(type_info(t)->block_size, uint32_t(kQK));
     for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS})
         CHECK_EQ(type_info(t)->block_size, uint32_t(kQKK));
@@ -105,3 +110,47 @@ TEST_CASE(reader_sizes_tensors_from_the_table) {
 }
 
 }  // namespace
+
+// The type table's to_float against gguf-py's dequantize: tests/test_ggml_types.py writes a GGUF
+// file holding, for each type it checks, tensor "w.<type>" and gguf-py's dequantization of it as
+// the F32 tensor "ref.<type>", and runs this case with HMLLM_TO_FLOAT_FILE naming that file. Every
+// value must be the same float bit for bit (NaN matching any NaN). Without the variable (ctest),
+// nothing to compare: the case says so and passes.
+TEST_CASE(to_float_matches_a_reference_file) {
+    const char* path = std::getenv("HMLLM_TO_FLOAT_FILE");
+    if (path == nullptr || *path == 0) {
+        std::printf("# to_float_matches_a_reference_file: HMLLM_TO_FLOAT_FILE not set, nothing to compare\n");
+        return;
+    }
+    GgufFile gguf;
+    const Status st = GgufFile::open(path, &gguf);
+    CHECK(st.ok());
+    int checked = 0;
+    for (const GgufTensorInfo& t : gguf.tensors()) {
+        if (t.name.rfind("w.", 0) != 0) continue;
+        const GgufTensorInfo* ref = gguf.find_tensor("ref." + t.name.substr(2));
+        CHECK(ref != nullptr && ref->type == raw(GgmlType::F32));
+        const int64_t cols = t.ne[0], rows = t.ne[1];
+        CHECK(ref->ne[0] == cols && ref->ne[1] == rows);
+        const TypeInfo* info = type_info(t.type);
+        CHECK(info != nullptr && info->to_float != nullptr);
+        std::vector<float> y(static_cast<size_t>(cols));
+        int64_t mismatches = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row(MatView{t.type, t.data, cols, rows}, r, y.data());
+            const float* want = reinterpret_cast<const float*>(ref->data) + r * cols;
+            for (int64_t c = 0; c < cols; ++c) {
+                float w;
+                std::memcpy(&w, want + c, sizeof w);
+                const bool same = std::memcmp(&w, &y[size_t(c)], sizeof w) == 0 || (std::isnan(w) && std::isnan(y[size_t(c)]));
+                if (!same && mismatches++ < 3)
+                    std::printf("  %s row %lld col %lld: to_float %.9g, gguf-py %.9g\n", t.name.c_str(),
+                                (long long)r, (long long)c, y[size_t(c)], w);
+            }
+        }
+        CHECK_EQ(mismatches, int64_t(0));
+        std::printf("# %s: %lld x %lld values equal\n", t.name.c_str(), (long long)rows, (long long)cols);
+        ++checked;
+    }
+    CHECK(checked > 0);
+}

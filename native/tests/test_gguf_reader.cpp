@@ -791,7 +791,11 @@ TEST_CASE(rejects_unknown_tensor_type) {
     CHECK_REJECTED(build(spec), ErrorCode::InvalidModel,
                    "tensor 'output_norm.weight' has unknown type 999");
     spec.tensors[1].type = 16;  // a ggml type (IQ2_XXS) this runtime does not implement
-    CHECK_REJECTED(build(spec), ErrorCode::UnsupportedModel, "uses ggml type 16");
+    CHECK_REJECTED(build(spec), ErrorCode::UnsupportedModel,
+                   "tensor 'output_norm.weight' has type iq2_xxs, which this runtime cannot run; it runs files "
+                   "whose tensors are f32, f16, q4_0");
+    spec.tensors[1].type = 40;  // in ggml's range, not (yet) assigned
+    CHECK_REJECTED(build(spec), ErrorCode::UnsupportedModel, "has type number 40, which this runtime cannot run");
 }
 
 TEST_CASE(rejects_row_not_multiple_of_block) {

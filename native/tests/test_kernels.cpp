@@ -27,7 +27,9 @@ const uint32_t kAllTypes[] = {T(GgmlType::F32),  T(GgmlType::F16),  T(GgmlType::
                               T(GgmlType::Q6_K), T(GgmlType::HM_Q4_G32),
                               T(GgmlType::HM_Q4_G64), T(GgmlType::HM_Q4_G128),
                               T(GgmlType::Q5_K), T(GgmlType::Q3_K), T(GgmlType::Q2_K),
-                              T(GgmlType::IQ4_XS), T(GgmlType::IQ4_NL), T(GgmlType::BF16)};
+                              T(GgmlType::IQ4_XS), T(GgmlType::IQ4_NL), T(GgmlType::BF16),
+
+                              T(GgmlType::Q4_1), T(GgmlType::Q5_1)};
 
 void put_f16(uint8_t* p, float v) {
     const uint16_t h = fp32_to_fp16(v);
@@ -114,6 +116,15 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols, s
         case GgmlType::IQ4_NL: {
             const size_t bs = type_info(type)->type_size;
             for (size_t i = 0; i < w.size(); i += bs) scale(&w[i], 0.01f);
+            break;
+        }
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1: {  // d, then the offset m (about -8 d / -16 d, as a quantizer writes)
+            const size_t bs = type_info(type)->type_size;
+            for (size_t i = 0; i < w.size(); i += bs) {
+                scale(&w[i], 0.01f);
+                scale(&w[i + 2], type == T(GgmlType::Q4_1) ? -0.08f : -0.16f);
+            }
             break;
         }
         case GgmlType::Q4_K:
@@ -372,6 +383,40 @@ TEST_CASE(dequantize_q5_0_block) {
     CHECK_EQ(y[1], (3 - 16) * 0.25f);
     CHECK_EQ(y[16], (9 - 16) * 0.25f);
     CHECK_EQ(y[31], (25 - 16) * 0.25f);
+}
+
+TEST_CASE(dequantize_q4_1_block) {
+    uint8_t b[20];
+    put_f16(b, 0.5f);
+    put_f16(b + 2, -3.25f);
+    for (int j = 0; j < 16; ++j) b[4 + j] = static_cast<uint8_t>((j & 0xF) | ((15 - j) << 4));
+    float y[32];
+    dequantize_row(MatView{T(GgmlType::Q4_1), b, 32, 1}, 0, y);
+    for (int j = 0; j < 16; ++j) {
+        CHECK_EQ(y[j], j * 0.5f - 3.25f);
+        CHECK_EQ(y[j + 16], (15 - j) * 0.5f - 3.25f);
+    }
+}
+
+TEST_CASE(dequantize_q5_1_block) {
+    // Two blocks: the second row element of block 1 checks the block stride (24 bytes).
+    uint8_t b[48] = {};
+    put_f16(b, 0.25f);
+    put_f16(b + 2, 1.5f);
+    const uint32_t qh = 0x80000001u;  // fifth bit set for elements 0 and 31
+    std::memcpy(b + 4, &qh, 4);
+    for (int j = 0; j < 16; ++j) b[8 + j] = static_cast<uint8_t>(3 | (9 << 4));
+    put_f16(b + 24, 2.0f);
+    put_f16(b + 26, -1.0f);
+    b[32] = 7;
+    float y[64];
+    dequantize_row(MatView{T(GgmlType::Q5_1), b, 64, 1}, 0, y);
+    CHECK_EQ(y[0], 19 * 0.25f + 1.5f);
+    CHECK_EQ(y[1], 3 * 0.25f + 1.5f);
+    CHECK_EQ(y[16], 9 * 0.25f + 1.5f);
+    CHECK_EQ(y[31], 25 * 0.25f + 1.5f);
+    CHECK_EQ(y[32], 7 * 2.0f - 1.0f);
+    CHECK_EQ(y[33], -1.0f);
 }
 
 TEST_CASE(dequantize_q8_0_block) {
@@ -667,6 +712,8 @@ TEST_CASE(matmul_f32) { compare_all_sets(T(GgmlType::F32)); }
 TEST_CASE(matmul_f16) { compare_all_sets(T(GgmlType::F16)); }
 TEST_CASE(matmul_q4_0) { compare_all_sets(T(GgmlType::Q4_0)); }
 TEST_CASE(matmul_q5_0) { compare_all_sets(T(GgmlType::Q5_0)); }
+TEST_CASE(matmul_q4_1) { compare_all_sets(T(GgmlType::Q4_1)); }
+TEST_CASE(matmul_q5_1) { compare_all_sets(T(GgmlType::Q5_1)); }
 TEST_CASE(matmul_q8_0) { compare_all_sets(T(GgmlType::Q8_0)); }
 TEST_CASE(matmul_q4_k) { compare_all_sets(T(GgmlType::Q4_K)); }
 TEST_CASE(matmul_q6_k) { compare_all_sets(T(GgmlType::Q6_K)); }
@@ -695,6 +742,8 @@ TEST_CASE(scalar_outputs_platform_independent) {
         {T(GgmlType::Q4_0), 512, 0x622fca498dbcd5e7ull},
         {T(GgmlType::Q5_0), 512, 0x2bfdcf4d1fa69d6bull},
         {T(GgmlType::Q8_0), 512, 0x9a5f8246d4c2066cull},
+        {T(GgmlType::Q4_1), 512, 0x87dcbde4f2e7f65bull},
+        {T(GgmlType::Q5_1), 512, 0xacb6c1585075b2c7ull},
         {T(GgmlType::Q4_K), 512, 0x96dba08d13362959ull},
         {T(GgmlType::Q6_K), 512, 0x505c204dff6dfc58ull},
         {T(GgmlType::HM_Q4_G32), 512, 0xa874427d0e82e0a2ull},

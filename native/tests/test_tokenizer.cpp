@@ -650,6 +650,48 @@ TEST_CASE(gemma3_round_trips_and_streams_fixture_strings) {
     }
 }
 
+// ---- SmolLM2-135M-Instruct (GPT-2 BPE, the smollm pre-tokenizer) against llama.cpp ----------------
+// HMLLM_CHAT_TEST_MODEL: the file `hmbuild fetch-model smollm2-135m-instruct` caches (hmbuild test
+// sets it when the file is there); the fixture is smollm2.json (scripts/record_smollm_reference.py).
+
+TEST_CASE(smollm2_matches_llama_cpp_on_fixture_strings) {
+    const char* path = std::getenv("HMLLM_CHAT_TEST_MODEL");
+    const std::string dir = fixtures_dir();
+    if (path == nullptr || !*path || dir.empty()) {
+        std::printf("skip: set HMLLM_CHAT_TEST_MODEL (hmbuild fetch-model smollm2-135m-instruct) to compare "
+                    "with llama.cpp on SmolLM2\n");
+        return;
+    }
+    GgufFile file;
+    CHECK(GgufFile::open(path, &file).ok());
+    Tokenizer tok;
+    const Status st = Tokenizer::load(file, &tok);
+    if (!st.ok()) std::printf("%s\n", st.message.c_str());
+    CHECK(st.ok());
+    const Json fixture = read_json(dir + "/smollm2.json");
+    CHECK(fixture.type == Json::Object);
+    CHECK(!tok.add_bos());
+    const int32_t end = static_cast<int32_t>(fixture["settings"]["end_of_turn"].num);
+    CHECK(tok.is_end_of_generation(end));
+    CHECK_EQ(tok.piece(end), std::string("<|im_end|>"));
+    int matched = 0, total = 0;
+    for (const Json& c : fixture["tokenize"].arr) {
+        const std::string& text = c["text"].str;
+        const Ids want = ids_of(c["ids"]);
+        const Ids got = tok.encode(text, tok.add_bos());
+        ++total;
+        if (got == want) {
+            ++matched;
+        } else {
+            std::printf("mismatch on %s:\n  want %s\n  got  %s\n", text.c_str(), show(want).c_str(), show(got).c_str());
+        }
+        CHECK_EQ(concat_pieces(tok, got), text);  // byte-level BPE: the pieces spell the text
+    }
+    std::printf("smollm2: %d of %d encodings match llama.cpp\n", matched, total);
+    CHECK(total >= 15);
+    CHECK_EQ(matched, total);
+}
+
 TEST_CASE(gemma3_random_bytes_never_crash) {
     if (skip_without_model()) return;
     const RealModel& m = *real_model();

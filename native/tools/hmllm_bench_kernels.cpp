@@ -58,6 +58,10 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols) {
         case GgmlType::IQ4_NL:
             for (size_t i = 0; i < w.size(); i += type_info(type)->type_size) set_f16(i, 0.01f);
             break;
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:  // d, then the offset m
+            for (size_t i = 0; i < w.size(); i += type_info(type)->type_size) set_f16(i, 0.01f), set_f16(i + 2, -0.08f);
+            break;
         case GgmlType::Q4_K:
             for (size_t i = 0; i < w.size(); i += sizeof(BlockQ4_K))
                 set_f16(i + offsetof(BlockQ4_K, d), 0.002f), set_f16(i + offsetof(BlockQ4_K, dmin), 0.002f);
@@ -124,7 +128,8 @@ int main(int argc, char** argv) {
     if (repeat < 1) repeat = 1;
 
     const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q8_0,
-                              GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
+                              GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_1,
+                              GgmlType::Q5_1, GgmlType::Q4_K,
                               GgmlType::Q6_K, GgmlType::HM_Q4_G32, GgmlType::HM_Q4_G64,
                               GgmlType::HM_Q4_G128, GgmlType::Q5_K, GgmlType::Q3_K,
                               GgmlType::Q2_K, GgmlType::IQ4_XS, GgmlType::IQ4_NL,

@@ -100,7 +100,7 @@ private:
         const MatView* w;
         float* y;  // n rows of w->n_rows outputs
     };
-    static constexpr int kMaxJobs = 3, kActKinds = 4, kActSlots = 2 * kActKinds;  // ActKind values, plain and rotated
+    static constexpr int kMaxJobs = 3, kActKinds = 5, kActSlots = 2 * kActKinds;  // ActKind values, plain and rotated
     void matmul(const MatView& w, const float* x, int n, float* y);
     void matmul_many(const MatJob* jobs, int n_jobs, const float* x, int n);
     // Keeps the cached KV of the longest common prefix with `prompt`; returns its length.

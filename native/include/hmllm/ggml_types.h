@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace hmllm {
 
@@ -41,6 +42,7 @@ enum class ActKind : uint32_t {
     F32,       // F32 / F16 / BF16 weights: the floats themselves
     Q8_32,     // Q4_0 / Q5_0 / Q8_0 / IQ4_NL / HM_Q4_*: int8 per element, float scale + int sum per 32
     Q8_K,      // Q2_K..Q6_K / IQ4_XS: int8 per element, float scale per 256, int sum per 16
+    Q8_1,      // Q4_1 / Q5_1: Q8_32 plus fp16(d * sum) per 32 (ggml's block_q8_1 s, d before rounding)
 };
 
 // Row `row` of a matrix of n_cols columns starting at `matrix`, as floats (the scalar reference).
@@ -65,5 +67,14 @@ inline const TypeInfo* type_info(GgmlType type) { return type_info(static_cast<u
 
 // Every known type, in id order (for tests and tools that go over them all).
 const TypeInfo* all_type_infos(int* count);
+
+// ggml's name of any type id (its spelling, "iq2_xxs", "q4_K"), also for ids the table has no row
+// for; nullptr for an id ggml does not assign.
+const char* ggml_type_name(uint32_t raw_type);
+
+// The sentence that refuses a tensor whose type this runtime cannot compute with: "tensor NAME has
+// type iq2_xxs, which this runtime cannot run; it runs files whose tensors are f32, f16, ..." (the
+// list: the table's types with a kernel). `tensor` is written as given (callers quote it or not).
+std::string unrunnable_tensor_message(const std::string& tensor, uint32_t raw_type);
 
 }  // namespace hmllm

@@ -47,7 +47,8 @@ struct ActRow {
     const float* f;     // F32: n_cols floats
     const int8_t* q;    // Q8_*: n_cols quants
     const float* d;     // Q8_32: scale per 32; Q8_K: scale per 256
-    const int16_t* s;   // Q8_32: sum of quants per 32; Q8_K: per 16
+    const int16_t* s;   // Q8_32 / Q8_1: sum of quants per 32; Q8_K: per 16
+    const float* sd;    // Q8_1: fp16(d * sum of quants) per 32, as a float (the offset term's factor)
 };
 
 // Activations quantized once per matmul (8-bit per block for the integer paths), shared
@@ -71,6 +72,7 @@ private:
     std::vector<int8_t> q_;
     std::vector<float> d_;
     std::vector<int16_t> s_;
+    std::vector<float> sd_;
 };
 
 // y[b * y_stride + r] = dot(row r of w, activation row b), for rows r in [r0, r1), all batch
@@ -106,7 +108,7 @@ void dequantize_row(const MatView& w, int64_t row, float* dst);
 // n_cols that is not a multiple of the block size.
 size_t row_bytes(uint32_t type, int64_t n_cols);
 
-bool kernel_supported(uint32_t type);  // the type table's rows with a kernel: F32, F16, BF16, Q4_0, Q5_0, Q8_0,
+bool kernel_supported(uint32_t type);  // the type table's rows with a kernel: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
                                         // Q2_K..Q6_K, IQ4_NL, IQ4_XS, HM_Q4_G32/G64/G128
 const char* active_kernels();  // "scalar" | "neon" | "neon-dotprod" | "neon-i8mm" | "avx2"
 // Forces a kernel set (tests, benchmarks): returns false if the CPU lacks it (or the name is

@@ -11,7 +11,7 @@
 
 namespace hmllm {
 
-constexpr int kQK = 32;    // elements per Q4_0 / Q5_0 / Q8_0 block
+constexpr int kQK = 32;    // elements per Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 block
 constexpr int kQKK = 256;  // elements per K-quant super-block
 
 // Q4_0: 32 weights, x = (q - 8) * d. Byte j holds element j (low nibble) and j + 16 (high).
@@ -24,6 +24,21 @@ struct BlockQ4_0 {
 // bit i of the little-endian 32-bit qh is the fifth bit of element i.
 struct BlockQ5_0 {
     uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[16];
+};
+
+// Q4_1: 32 weights, x = q * d + m, q in 0..15. Nibbles as Q4_0.
+struct BlockQ4_1 {
+    uint16_t d;  // fp16 scale
+    uint16_t m;  // fp16 offset (the block's minimum)
+    uint8_t qs[16];
+};
+
+// Q5_1: 32 weights, x = q * d + m, q in 0..31: nibbles and fifth bits as Q5_0.
+struct BlockQ5_1 {
+    uint16_t d;
+    uint16_t m;
     uint8_t qh[4];
     uint8_t qs[16];
 };
@@ -171,11 +186,13 @@ inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {
 // ---- Activation blocks (produced by Activations::quantize, never stored in files).
 // Q8_32: per 32 values a float scale and the int sum of the quants (used for weight offsets).
 // Q8_K : per 256 values a float scale, and per 16 the int sum of the quants (used for mins).
+// Q8_1 : Q8_32 plus, per 32, fp16(d * sum of the quants) as a float (Q4_1 / Q5_1's offsets).
 //
 // ---- Dot products: integer sums per block are exact; the float steps follow one canonical
 // order on every kernel set (full list in src/kernels/kernel_table.h), blocks in order, one
 // accumulator per output:
 //   32-blocks (Q4_0, Q5_0, Q8_0, HM_Q4 per row): acc = fma((float)isum, fp16(d_w) * d_a, acc)
+//   Q4_1 / Q5_1: that step, then acc = fma(fp16(m_w), sd_a, acc), sd_a = fp16(d * s_a) (Q8_1)
 //   Q4_K: acc = fma((float)isum, fp16(d) * d_a, acc); acc = fma((float)msum, -(fp16(dmin) * d_a), acc)
 //   Q6_K, Q3_K, IQ4_XS: acc = fma((float)isum, fp16(d) * d_a, acc)
 //   Q5_K, Q2_K: as Q4_K; IQ4_NL: as the 32-blocks; BF16: as F16

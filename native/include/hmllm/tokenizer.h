@@ -28,7 +28,7 @@ class Tokenizer {
 public:
     enum class Kind { Spm, Bpe };
     // How byte-level BPE splits text into words before merging (llama.cpp's pre-tokenizers).
-    enum class PreTokenizer { None, Default, Gpt2, Llama3, Qwen2 };
+    enum class PreTokenizer { None, Default, Gpt2, Llama3, Qwen2, Smollm };
 
     // Builds from the tokenizer.ggml.* metadata. A missing or inconsistent vocabulary is
     // InvalidModel; a tokenizer model or pre-tokenizer not implemented here is UnsupportedModel,

@@ -11,6 +11,11 @@
 // (row, batch row), starting at +0, blocks in order from the first to the last:
 //
 //   Q4_0 / Q5_0 / Q8_0, block i of 32:  acc = fma((float)isum_i, fp16(d_w) * d_a, acc)
+//   Q4_1 / Q5_1, block i of 32 (q unsigned, x = d_w * q + m_w; llama.cpp's d*d*isum + m*s):
+//                                       acc = fma((float)isum_i, fp16(d_w) * d_a, acc)
+//                                       acc = fma(fp16(m_w), sd_a, acc)
+//       (sd_a = fp16(d * s_a) of the Q8_1 activations: d the block's scale before its fp16
+//        rounding, s_a its int sum; one float per block, computed once by Activations)
 //   HM_Q4_*, row r, 32-column chunk i:  acc_r = fma((float)(isum_ri - 8 * s_a), fp16(d_wr) * d_a, acc_r)
 //   Q4_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
 //       (isum_i = sum_j sc_j * dot_j)   acc = fma((float)msum_i, -(fp16(dmin) * d_a), acc)
@@ -55,7 +60,7 @@ namespace kern {
 // A type's matmul in each set: mm[TypeInfo::kernel] (the type table names the slot of each type).
 enum Slot : int {
     kF32, kF16, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kHm32, kHm64, kHm128,
-    kQ5_K, kQ3_K, kQ2_K, kIQ4_XS, kIQ4_NL, kBF16,
+    kQ5_K, kQ3_K, kQ2_K, kIQ4_XS, kIQ4_NL, kBF16, kQ4_1, kQ5_1,
     kSlotCount
 };
 
@@ -84,6 +89,8 @@ void to_float_f32(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_f16(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q4_0(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q5_0(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q4_1(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q5_1(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q8_0(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y);

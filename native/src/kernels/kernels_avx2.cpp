@@ -278,6 +278,56 @@ void dot4_iq4_nl(const uint8_t* const rows[4], const ActRow& a, int64_t n, float
     _mm_storeu_ps(out, acc);
 }
 
+// Q4_1 / Q5_1: unsigned 0..15 / 0..31 times the activations, then the canonical second step
+// acc_r = fma(m_wr, sd_a, acc_r), sd_a the activation block's fp16(d * sum). Each block's m is the
+// fp16 at byte 2.
+template <class B>
+inline __m128 mins4(const uint8_t* const rows[4], int64_t i) {
+    const auto m = [&](int r) { return static_cast<uint64_t>(reinterpret_cast<const B*>(rows[r])[i].m); };
+    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(m(0) | m(1) << 16 | m(2) << 32 | m(3) << 48)));
+}
+
+inline __m128 min_step4(__m128 acc, __m128 mw, const ActRow& a, int64_t i) {
+    return _mm_fmadd_ps(mw, _mm_set1_ps(a.sd[i]), acc);
+}
+
+void dot4_q4_1(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        pf.step();
+        const __m256i q = loadu(a.q + kQK * i);
+        __m256i d[4];
+        for (int r = 0; r < 4; ++r) {
+            const __m256i u = unpack_nibbles(reinterpret_cast<const BlockQ4_1*>(rows[r])[i].qs);
+            d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
+        }
+        acc = block_step4(acc, hsum4_i32(d[0], d[1], d[2], d[3]), scales4<BlockQ4_1>(rows, i), a.d[i]);
+        acc = min_step4(acc, mins4<BlockQ4_1>(rows, i), a, i);
+    }
+    _mm_storeu_ps(out, acc);
+}
+
+void dot4_q5_1(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
+    const __m256i ones = _mm256_set1_epi16(1), x10 = _mm256_set1_epi8(0x10);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        pf.step();
+        const __m256i q = loadu(a.q + kQK * i);
+        __m256i d[4];
+        for (int r = 0; r < 4; ++r) {
+            const BlockQ5_1& b = reinterpret_cast<const BlockQ5_1*>(rows[r])[i];
+            uint32_t qh;
+            __builtin_memcpy(&qh, b.qh, 4);
+            const __m256i u = _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bits_to_bytes(qh), x10));
+            d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
+        }
+        acc = block_step4(acc, hsum4_i32(d[0], d[1], d[2], d[3]), scales4<BlockQ5_1>(rows, i), a.d[i]);
+        acc = min_step4(acc, mins4<BlockQ5_1>(rows, i), a, i);
+    }
+    _mm_storeu_ps(out, acc);
+}
+
 // ---- 32-element blocks x a batch of activation rows (prefill). Eight weight rows are decoded to
 // int8 once per block and then used by every activation row of the batch, so a prompt pays for
 // the unpacking (nibbles, Q5_0's fifth bits, the transposition below) once per block instead of
@@ -294,6 +344,7 @@ struct Dec8 {
     __m256i w[8];  // the unsigned maddubs operand: Q4_0 / Q5_0 quants, Q8_0 magnitudes
     __m256i s[8];  // Q8_0 only: the signed weights (their signs move onto the activations)
     __m256 d;      // the rows' scales
+    __m256 m;      // Q4_1 / Q5_1: the rows' offsets
 };
 
 inline void transpose8x8_i32(__m256i v[8]) {
@@ -405,13 +456,63 @@ struct IQ4_NLx8 {
     static __m256i isum(const Dec8& w, const int8_t* q, const int16_t* s) { return Q8_0x8::isum(w, q, s); }
 };
 
+// Q4_1 / Q5_1 as Q4_0 / Q5_0 without the offset in the integer sum (kMin: the block's m_w
+// enters as a second fma per block, kernel_table.h). m is each block's second fp16 (byte 2).
+struct Q4_1x8 {
+    using Block = BlockQ4_1;
+    static constexpr bool kMin = true;
+    static void decode(const Block* const b[8], Dec8* o) {
+        for (int r = 0; r < 8; ++r) o->w[r] = unpack_nibbles(b[r]->qs);
+        transpose8x8_i32(o->w);
+        o->d = fp16x8(b, 0);
+        o->m = fp16x8(b, 2);
+    }
+    static __m256i isum(const Dec8& w, const int8_t* q, const int16_t*) {
+        __m256i p = _mm256_maddubs_epi16(w.w[0], bcast4(q));
+        for (int c = 1; c < 8; ++c) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w.w[c], bcast4(q + 4 * c)));
+        return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+    }
+};
+
+struct Q5_1x8 {
+    using Block = BlockQ5_1;
+    static constexpr bool kMin = true;
+    static void decode(const Block* const b[8], Dec8* o) {
+        const __m256i x10 = _mm256_set1_epi8(0x10);
+        for (int r = 0; r < 8; ++r) {
+            uint32_t qh;
+            __builtin_memcpy(&qh, b[r]->qh, 4);
+            o->w[r] = _mm256_or_si256(unpack_nibbles(b[r]->qs), _mm256_and_si256(bits_to_bytes(qh), x10));
+        }
+        transpose8x8_i32(o->w);
+        o->d = fp16x8(b, 0);
+        o->m = fp16x8(b, 2);
+    }
+    static __m256i isum(const Dec8& w, const int8_t* q, const int16_t*) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256i p0 = _mm256_maddubs_epi16(w.w[0], bcast4(q));
+        __m256i p1 = _mm256_maddubs_epi16(w.w[4], bcast4(q + 16));
+        for (int c = 1; c < 4; ++c) {
+            p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(w.w[c], bcast4(q + 4 * c)));
+            p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(w.w[c + 4], bcast4(q + 16 + 4 * c)));
+        }
+        return _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones));
+    }
+};
+
+// Whether a layout's blocks have an offset m_w (Q4_1 / Q5_1).
+template <class L, class = void>
+struct HasMin { static constexpr bool value = false; };
+template <class L>
+struct HasMin<L, decltype(void(L::kMin))> { static constexpr bool value = L::kMin; };
+
 // Activation rows as a first row and strides: up to kSpan rows b0 .. b0 + n - 1, row k's quants at
 // a.q + k * q, its scales at a.d + k * d, its sums at a.s + k * s. Walking them by strides instead
 // of a pointer table per row saved 7% of the Q5_0 batch tile. Activations lays its rows out back to
 // back (kernels_scalar.cpp); that is checked, and rows spaced otherwise go one per span.
 struct ActSpan {
     ActRow a;
-    int64_t q, d, s;
+    int64_t q, d, s, sd;
     int n;
 };
 constexpr int kSpan = 64;
@@ -421,22 +522,24 @@ void for_act_spans(const Activations& act, F&& f) {
     const int64_t nb = act.batch();
     for (int64_t b0 = 0; b0 < nb; b0 += kSpan) {
         const int n = static_cast<int>(nb - b0 < kSpan ? nb - b0 : kSpan);
-        ActSpan sp{act.row(b0), 0, 0, 0, n};
+        ActSpan sp{act.row(b0), 0, 0, 0, 0, n};
         if (n > 1) {
             const ActRow a1 = act.row(b0 + 1);
             sp.q = a1.q - sp.a.q;
             sp.d = a1.d - sp.a.d;
             sp.s = a1.s - sp.a.s;
+            sp.sd = sp.a.sd ? a1.sd - sp.a.sd : 0;
         }
         bool even = true;
         for (int k = 2; k < n && even; ++k) {
             const ActRow ak = act.row(b0 + k);
-            even = ak.q == sp.a.q + k * sp.q && ak.d == sp.a.d + k * sp.d && ak.s == sp.a.s + k * sp.s;
+            even = ak.q == sp.a.q + k * sp.q && ak.d == sp.a.d + k * sp.d && ak.s == sp.a.s + k * sp.s &&
+                   (!sp.a.sd || ak.sd == sp.a.sd + k * sp.sd);
         }
         if (even) {
             f(b0, sp);
         } else {
-            for (int k = 0; k < n; ++k) f(b0 + k, ActSpan{act.row(b0 + k), 0, 0, 0, 1});
+            for (int k = 0; k < n; ++k) f(b0 + k, ActSpan{act.row(b0 + k), 0, 0, 0, 0, 1});
         }
     }
 }
@@ -483,9 +586,12 @@ void matmul_32x8(const MatView& w, const Activations& act, float* y, int64_t ys,
                 const int8_t* q = sp.a.q + kQK * i;
                 const float* d = sp.a.d + i;
                 const int16_t* s = sp.a.s + i;
-                for (int k = 0; k < sp.n; ++k, q += sp.q, d += sp.d, s += sp.s) {
+                const float* sd = HasMin<L>::value ? sp.a.sd + i : nullptr;
+                for (int k = 0; k < sp.n; ++k, q += sp.q, d += sp.d, s += sp.s, sd += HasMin<L>::value ? sp.sd : 0) {
                     const __m256i isum = L::isum(dec, q, s);
                     acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dec.d, _mm256_set1_ps(*d)), acc[k]);
+                    if constexpr (HasMin<L>::value)
+                        acc[k] = _mm256_fmadd_ps(dec.m, _mm256_set1_ps(*sd), acc[k]);
                 }
             }
             store8(acc, sp.n, y, ys, b0, r, r1);
@@ -1038,6 +1144,8 @@ void fill_avx2(KernelSet* ks) {
     ks->mm[kQ4_0] = matmul_32x8<Q4_0x8, dot4_q4_0>;
     ks->mm[kQ5_0] = matmul_32x8<Q5_0x8, dot4_q5_0>;
     ks->mm[kQ8_0] = matmul_32x8<Q8_0x8, dot4_q8_0>;
+    ks->mm[kQ4_1] = matmul_32x8<Q4_1x8, dot4_q4_1>;
+    ks->mm[kQ5_1] = matmul_32x8<Q5_1x8, dot4_q5_1>;
     ks->mm[kQ4_K] = matmul_k8<Q4_Kx8, dot_q4_k>;
     ks->mm[kQ6_K] = matmul_k8<Q6_Kx8, dot_q6_k>;
     ks->mm[kHm32] = tiles_seq<dot4_hm<32>>;

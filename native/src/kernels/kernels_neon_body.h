@@ -126,7 +126,7 @@ private:
     std::vector<ActRow> heap_;
 };
 
-// ---- 32-element blocks (Q8_0, Q4_0, Q5_0): four weight rows (lanes) x NB activation rows at once.
+// ---- 32-element blocks (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1): four weight rows (lanes) x NB activation rows at once.
 // Each 4-row block is decoded to int8 once and used by all NB activation rows, so a prompt's batch
 // pays for the unpacking (nibbles, Q5_0's fifth bits) once per block instead of once per token.
 // Every (row, activation row) output still runs the canonical chain of kernel_table.h on its own
@@ -135,6 +135,7 @@ private:
 struct Dec32 {
     int8x16_t w[4][2];  // row r: elements 0..15, 16..31
     float32x4_t d;      // the rows' scales
+    float32x4_t m;      // Q4_1 / Q5_1: the rows' offsets
 };
 
 template <class B>
@@ -175,30 +176,60 @@ struct Q4_0Rows {
 // The fifth bits of four rows come in one vector (row r's 32 bits in lane r); one table lookup per
 // 16 elements spreads a row's bytes over them, a per-byte shift moves bit j to bit 4, and a bit
 // insert puts it above the nibble: three instructions per 16 weights.
+template <class B>
+inline void decode_q5(const B* const b[4], Dec32* o) {
+    uint32x4_t qh = vdupq_n_u32(0);
+    uint32_t w;
+    __builtin_memcpy(&w, b[0]->qh, 4); qh = vsetq_lane_u32(w, qh, 0);
+    __builtin_memcpy(&w, b[1]->qh, 4); qh = vsetq_lane_u32(w, qh, 1);
+    __builtin_memcpy(&w, b[2]->qh, 4); qh = vsetq_lane_u32(w, qh, 2);
+    __builtin_memcpy(&w, b[3]->qh, 4); qh = vsetq_lane_u32(w, qh, 3);
+    const uint8x16_t bytes = vreinterpretq_u8_u32(qh);
+    const int8x16_t shift = {4, 3, 2, 1, 0, -1, -2, -3, 4, 3, 2, 1, 0, -1, -2, -3};
+    const uint8x16_t bit4 = vdupq_n_u8(0x10);
+    const uint8x16_t pair = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int r = 0; r < 4; ++r) {
+        const uint8x16_t raw = vld1q_u8(b[r]->qs);
+        const uint8x16_t idx0 = vaddq_u8(pair, vdupq_n_u8(uint8_t(4 * r)));
+        const uint8x16_t idx1 = vaddq_u8(pair, vdupq_n_u8(uint8_t(4 * r + 2)));
+        const uint8x16_t h0 = vshlq_u8(vqtbl1q_u8(bytes, idx0), shift);
+        const uint8x16_t h1 = vshlq_u8(vqtbl1q_u8(bytes, idx1), shift);
+        o->w[r][0] = vreinterpretq_s8_u8(vbslq_u8(bit4, h0, vandq_u8(raw, vdupq_n_u8(0x0F))));
+        o->w[r][1] = vreinterpretq_s8_u8(vbslq_u8(bit4, h1, vshrq_n_u8(raw, 4)));
+    }
+    o->d = block_scales4(b);
+}
+
 struct Q5_0Rows {
     using Block = BlockQ5_0;
     static constexpr int kOffset = 16;
+    static void decode(const Block* const b[4], Dec32* o) { decode_q5(b, o); }
+};
+
+// Q4_1 / Q5_1: unsigned quants and no offset in the integer sum; each block's m_w times the
+// activation block's fp16(d * sum) is a second fma (kMin, kernel_table.h).
+template <class B>
+inline float32x4_t block_mins4(const B* const b[4]) {
+    uint16x4_t h = vdup_n_u16(0);
+    h = vld1_lane_u16(&b[0]->m, h, 0);
+    h = vld1_lane_u16(&b[1]->m, h, 1);
+    h = vld1_lane_u16(&b[2]->m, h, 2);
+    h = vld1_lane_u16(&b[3]->m, h, 3);
+    return vcvt_f32_f16(vreinterpret_f16_u16(h));
+}
+
+struct Q4_1Rows {
+    using Block = BlockQ4_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = true;
     static void decode(const Block* const b[4], Dec32* o) {
-        uint32x4_t qh = vdupq_n_u32(0);
-        uint32_t w;
-        __builtin_memcpy(&w, b[0]->qh, 4); qh = vsetq_lane_u32(w, qh, 0);
-        __builtin_memcpy(&w, b[1]->qh, 4); qh = vsetq_lane_u32(w, qh, 1);
-        __builtin_memcpy(&w, b[2]->qh, 4); qh = vsetq_lane_u32(w, qh, 2);
-        __builtin_memcpy(&w, b[3]->qh, 4); qh = vsetq_lane_u32(w, qh, 3);
-        const uint8x16_t bytes = vreinterpretq_u8_u32(qh);
-        const int8x16_t shift = {4, 3, 2, 1, 0, -1, -2, -3, 4, 3, 2, 1, 0, -1, -2, -3};
-        const uint8x16_t bit4 = vdupq_n_u8(0x10);
-        const uint8x16_t pair = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
         for (int r = 0; r < 4; ++r) {
             const uint8x16_t raw = vld1q_u8(b[r]->qs);
-            const uint8x16_t idx0 = vaddq_u8(pair, vdupq_n_u8(uint8_t(4 * r)));
-            const uint8x16_t idx1 = vaddq_u8(pair, vdupq_n_u8(uint8_t(4 * r + 2)));
-            const uint8x16_t h0 = vshlq_u8(vqtbl1q_u8(bytes, idx0), shift);
-            const uint8x16_t h1 = vshlq_u8(vqtbl1q_u8(bytes, idx1), shift);
-            o->w[r][0] = vreinterpretq_s8_u8(vbslq_u8(bit4, h0, vandq_u8(raw, vdupq_n_u8(0x0F))));
-            o->w[r][1] = vreinterpretq_s8_u8(vbslq_u8(bit4, h1, vshrq_n_u8(raw, 4)));
+            o->w[r][0] = lo_nib(raw);
+            o->w[r][1] = hi_nib(raw);
         }
         o->d = block_scales4(b);
+        o->m = block_mins4(b);
     }
 };
 
@@ -217,6 +248,30 @@ struct IQ4NLRows {
         o->d = block_scales4(b);
     }
 };
+
+struct Q5_1Rows {
+    using Block = BlockQ5_1;
+    static constexpr int kOffset = 0;
+    static constexpr bool kMin = true;
+    static void decode(const Block* const b[4], Dec32* o) {
+        decode_q5(b, o);
+        o->m = block_mins4(b);
+    }
+};
+
+// Whether a layout's blocks have an offset m_w (Q4_1 / Q5_1).
+template <class L, class = void>
+struct HasMin { static constexpr bool value = false; };
+template <class L>
+struct HasMin<L, decltype(void(L::kMin))> { static constexpr bool value = L::kMin; };
+
+// The canonical step of kernel_table.h for every lane, with Q4_1 / Q5_1's second fma.
+template <class L>
+inline float32x4_t step32(float32x4_t acc, int32x4_t isum, const Dec32& dec, const ActRow& a, int64_t i) {
+    acc = block_step4(acc, isum, dec.d, a.d[i]);
+    if constexpr (HasMin<L>::value) acc = vfmaq_f32(acc, dec.m, vdupq_n_f32(a.sd[i]));
+    return acc;
+}
 
 // Rows rows[0..3] x activation rows a[0..NB-1]: out[k] lane r = y(row r, activation row k).
 template <class L, int NB>
@@ -243,7 +298,7 @@ inline void tile32(const uint8_t* const rows[4], const ActRow* const a[NB], int6
             int32x4_t isum = vsubq_s32(total, prev);
             prev = total;
             if (L::kOffset) isum = vaddq_s32(isum, vdupq_n_s32(-L::kOffset * a0.s[i]));
-            acc[0] = block_step4(acc[0], isum, dec.d, a0.d[i]);
+            acc[0] = step32<L>(acc[0], isum, dec, a0, i);
         }
         out[0] = acc[0];
         return;
@@ -260,7 +315,7 @@ inline void tile32(const uint8_t* const rows[4], const ActRow* const a[NB], int6
             for (int r = 0; r < 4; ++r) s[r] = dot16(dot16(vdupq_n_s32(0), dec.w[r][0], ql), dec.w[r][1], qh);
             // The offset is added after the exact integer sums, so lane r = isum_r - off * s_a.
             const int32x4_t isum = vaddq_s32(hsum4_s32(s[0], s[1], s[2], s[3]), start);
-            acc[k] = block_step4(acc[k], isum, dec.d, a[k]->d[i]);
+            acc[k] = step32<L>(acc[k], isum, dec, *a[k], i);
         }
     }
     for (int k = 0; k < NB; ++k) out[k] = acc[k];
@@ -1249,6 +1304,8 @@ void fill_all(KernelSet* ks) {
     ks->mm[kQ4_0] = matmul_32<Q4_0Rows>;
     ks->mm[kQ5_0] = matmul_32<Q5_0Rows>;
     ks->mm[kQ8_0] = matmul_32<Q8_0Rows>;
+    ks->mm[kQ4_1] = matmul_32<Q4_1Rows>;
+    ks->mm[kQ5_1] = matmul_32<Q5_1Rows>;
     ks->mm[kQ4_K] = matmul_k<Q4KRow>;
     ks->mm[kQ6_K] = matmul_k<Q6KRow>;
     ks->mm[kQ5_K] = matmul_k<Q5KRow>;

@@ -21,7 +21,7 @@ namespace {
 // Rounds the activations exactly as ggml does (its Q8_0 keeps the scale as fp16; its Q8_K scale
 // is 1 / (127 / amax)), so logits agree with llama.cpp's to within summation order and greedy
 // decoding follows the same path through near-ties.
-float quantize_block(const float* x, int n, int8_t* q) {
+float quantize_block(const float* x, int n, int8_t* q, float* d_exact = nullptr) {
     float amax = 0.0f;
     // std::max, not std::fmax: the same for every input here (a NaN is skipped by both, as
     // amax < NaN is false), but inlined, where fmax is a libm call per value on the leader thread
@@ -29,6 +29,7 @@ float quantize_block(const float* x, int n, int8_t* q) {
     for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     const float d = n == kQK ? fp16_to_fp32(fp32_to_fp16(amax / 127.0f)) : (amax > 0.0f ? 1.0f / id : 0.0f);
+    if (d_exact != nullptr) *d_exact = amax / 127.0f;
     for (int i = 0; i < n; ++i) {
         const float v = std::nearbyint(x[i] * id);
         q[i] = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, v)));  // NaN -> 127, as fmax/fmin
@@ -64,6 +65,18 @@ void Activations::quantize(uint32_t weight_type, const float* x, int64_t n_cols,
                 s_[i] = sum_q(&q_[kQK * i], kQK);
             }
             break;
+        case ActKind::Q8_1:  // ggml's quantize_row_q8_1: s = fp16(d * sum), d the scale before rounding
+            q_.resize(n);
+            d_.resize(n / kQK);
+            s_.resize(n / kQK);
+            sd_.resize(n / kQK);
+            for (size_t i = 0; i < n / kQK; ++i) {
+                float d_exact;
+                d_[i] = quantize_block(x + kQK * i, kQK, &q_[kQK * i], &d_exact);
+                s_[i] = sum_q(&q_[kQK * i], kQK);
+                sd_[i] = fp16_to_fp32(fp32_to_fp16(d_exact * static_cast<float>(s_[i])));
+            }
+            break;
         case ActKind::Q8_K:
             q_.resize(n);
             d_.resize(n / kQKK);
@@ -75,7 +88,7 @@ void Activations::quantize(uint32_t weight_type, const float* x, int64_t n_cols,
 }
 
 ActRow Activations::row(int64_t b) const {
-    ActRow r{nullptr, nullptr, nullptr, nullptr};
+    ActRow r{nullptr, nullptr, nullptr, nullptr, nullptr};
     switch (kind_) {
         case ActKind::None: break;
         case ActKind::F32: r.f = f_.data() + b * n_cols_; break;
@@ -83,6 +96,12 @@ ActRow Activations::row(int64_t b) const {
             r.q = q_.data() + b * n_cols_;
             r.d = d_.data() + b * (n_cols_ / kQK);
             r.s = s_.data() + b * (n_cols_ / kQK);
+            break;
+        case ActKind::Q8_1:
+            r.q = q_.data() + b * n_cols_;
+            r.d = d_.data() + b * (n_cols_ / kQK);
+            r.s = s_.data() + b * (n_cols_ / kQK);
+            r.sd = sd_.data() + b * (n_cols_ / kQK);
             break;
         case ActKind::Q8_K:
             r.q = q_.data() + b * n_cols_;
@@ -115,11 +134,20 @@ void deq_q4_0(const uint8_t* w, int64_t n, float* y) {
     }
 }
 
-inline int q5_value(const BlockQ5_0& b, int e) {
+// Element e of a Q5_0 / Q5_1 block, unsigned (0..31).
+template <class B>
+inline int q5_quant(const B& b, int e) {
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
     const int lo = e < 16 ? (b.qs[e] & 0xF) : (b.qs[e - 16] >> 4);
-    return (lo | (((qh >> e) & 1) << 4)) - 16;
+    return lo | (((qh >> e) & 1) << 4);
+}
+inline int q5_value(const BlockQ5_0& b, int e) { return q5_quant(b, e) - 16; }
+
+// Element e of a Q4_0 / Q4_1 block, unsigned (0..15).
+template <class B>
+inline int q4_quant(const B& b, int e) {
+    return e < 16 ? (b.qs[e] & 0xF) : (b.qs[e - 16] >> 4);
 }
 
 void deq_q5_0(const uint8_t* w, int64_t n, float* y) {
@@ -127,6 +155,16 @@ void deq_q5_0(const uint8_t* w, int64_t n, float* y) {
     for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
         const float d = fp16_to_fp32(b[i].d);
         for (int e = 0; e < 32; ++e) y[e] = q5_value(b[i], e) * d;
+    }
+}
+
+// Q4_1 / Q5_1: x = d * q + m (ggml's order: one product, one sum).
+template <class B, int (*Quant)(const B&, int)>
+void deq_affine(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const B*>(w);
+    for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+        const float d = fp16_to_fp32(b[i].d), m = fp16_to_fp32(b[i].m);
+        for (int e = 0; e < 32; ++e) y[e] = Quant(b[i], e) * d + m;
     }
 }
 
@@ -315,6 +353,22 @@ float dot_q5_0(const uint8_t* w, const ActRow& a, int64_t n) {
     return acc;
 }
 
+// Q4_1 / Q5_1: the unsigned quants' integer dot, then the offset m_w times the activation
+// block's fp16(d * sum) (llama.cpp: d_w * d_a * isum + m_w * s_a, s_a from block_q8_1).
+template <class B, int (*Quant)(const B&, int)>
+float dot_affine(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const B*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        int isum = 0;
+        for (int e = 0; e < 32; ++e) isum += Quant(b[i], e) * q[e];
+        acc = block_step(acc, isum, b[i].d, a.d[i]);
+        acc = std::fma(fp16_to_fp32(b[i].m), a.sd[i], acc);
+    }
+    return acc;
+}
+
 float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
     float acc = 0.0f;
@@ -494,6 +548,12 @@ void to_float_f32(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_f32(
 void to_float_f16(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_f16(row_start(GgmlType::F16, m, row, n), n, y); }
 void to_float_q4_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q4_0(row_start(GgmlType::Q4_0, m, row, n), n, y); }
 void to_float_q5_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q5_0(row_start(GgmlType::Q5_0, m, row, n), n, y); }
+void to_float_q4_1(const uint8_t* m, int64_t row, int64_t n, float* y) {
+    deq_affine<BlockQ4_1, q4_quant<BlockQ4_1>>(row_start(GgmlType::Q4_1, m, row, n), n, y);
+}
+void to_float_q5_1(const uint8_t* m, int64_t row, int64_t n, float* y) {
+    deq_affine<BlockQ5_1, q5_quant<BlockQ5_1>>(row_start(GgmlType::Q5_1, m, row, n), n, y);
+}
 void to_float_q8_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q8_0(row_start(GgmlType::Q8_0, m, row, n), n, y); }
 void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q4_k(row_start(GgmlType::Q4_K, m, row, n), n, y); }
 void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q6_k(row_start(GgmlType::Q6_K, m, row, n), n, y); }
@@ -621,6 +681,8 @@ void fill_scalar(KernelSet* ks) {
     ks->mm[kIQ4_XS] = matmul_rows<dot_iq4_xs>;
     ks->mm[kIQ4_NL] = matmul_rows<dot_iq4_nl>;
     ks->mm[kBF16] = matmul_rows<dot_bf16>;
+    ks->mm[kQ4_1] = matmul_rows<dot_affine<BlockQ4_1, q4_quant<BlockQ4_1>>>;
+    ks->mm[kQ5_1] = matmul_rows<dot_affine<BlockQ5_1, q5_quant<BlockQ5_1>>>;
 }
 
 }  // namespace kern

@@ -181,3 +181,47 @@ test('InferenceService.chat drops the oldest turns, never the system message, wh
   assert.equal(s.history().length, before);
   s.release();
 });
+
+// ---- SmolLM2-135M-Instruct: an instruct model that ends its own turn. HMBUILD_CHAT_TEST_MODEL is the
+// file `hmbuild fetch-model smollm2-135m-instruct` caches (hmbuild test passes it when it is there);
+// smollm2_chat_format.json is what `hmbuild chat-template MODEL.gguf --json` compiles from the
+// ChatML template in that file. Greedy, its answer to "Hi!" ends at <|im_end|> after 9 tokens
+// (llama.cpp's too: tests/fixtures/llama_cpp/smollm2.json in hmbuild's repository).
+
+const chatModel = process.env.HMBUILD_CHAT_TEST_MODEL;
+const needsChatModel = { skip: chatModel ? false : 'HMBUILD_CHAT_TEST_MODEL is not set (hmbuild fetch-model smollm2-135m-instruct)' };
+const smolFormat = readFileSync(new URL('./smollm2_chat_format.json', import.meta.url), 'utf8');
+// No deadline: under qemu -cpu cortex-a53 a whole answer takes longer than the 15 s default, and
+// these tests are about what ends it.
+const smol = { contextSize: 256, threads: 2, chatFormat: smolFormat, timeoutMs: 600000 };
+
+test('chatAsync: SmolLM2 ends its answer itself, stop <|im_end|>, long before maxTokens', needsChatModel, async () => {
+  const id = lib.init(chatModel, smol);
+  const pieces = [];
+  const r = await lib.chatAsync(id, [user('Hi!')], { maxTokens: 48, onToken: (p) => pieces.push(p) });
+  assert.equal(r.stop, '<|im_end|>');
+  assert.ok(r.outputTokens > 0 && r.outputTokens < 48, `${r.outputTokens} tokens`);
+  assert.ok(r.text.length > 0 && !r.text.includes('<|im_end|>') && !r.text.includes('<|im_start|>'), r.text);
+  assert.equal(pieces.join(''), r.text);
+  // The next turn builds on the ended one: its tokens (and the <|im_end|> the format writes after
+  // it) come from the KV cache.
+  const next = await lib.chatAsync(id, [user('Hi!'), assistant(r.text), user('What is 2+2?')], { maxTokens: 48 });
+  assert.equal(next.stop, '<|im_end|>');
+  assert.ok(next.reusedTokens >= r.promptTokens, `${next.reusedTokens} reused of ${r.promptTokens}`);
+  lib.release(id);
+});
+
+test('InferenceService.chat: SmolLM2 ends its turn itself and the conversation goes on', needsChatModel, async () => {
+  const s = new InferenceService(new TestPlatform());
+  s.init({ modelDir: dirname(chatModel), modelPath: chatModel, threads: 2, timeoutMs: 600000, chatFormat: smolFormat,
+           deviceClasses: [{ name: 'test', minTotalRamGb: 0, modelFile: 'm.gguf', contextSize: 256, kvCacheType: 'f16',
+                             minAvailableMb: 0 }] });
+  const a = await s.chat([user('Hi!')], { maxTokens: 48 });
+  assert.equal(a.stop, '<|im_end|>');  // not max_tokens: the model ended its turn
+  assert.ok(a.text.length > 0 && !a.text.includes('<|im_end|>'), a.text);
+  const b = await s.chat([user('What is 2+2?')], { maxTokens: 48 });
+  assert.equal(b.stop, '<|im_end|>');
+  assert.deepEqual(s.history().map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+  assert.equal(s.history()[1].content, a.text);
+  s.release();
+});
