@@ -326,8 +326,6 @@ def write_corpus(directory: Path) -> tuple[Path, list[Malformed]]:
     # Q8_1: a type the table sizes but no kernel computes (ggml's activation format, never a weight).
     emit("matrix_type_q8_1", edit(retype("blk.0.attn_q.weight", Q.Q8_1)),
          "tensor blk.0.attn_q.weight has type q8_1, which this runtime cannot run; it runs files whose tensors are")
-    emit("matrix_type_bf16", edit(retype("blk.0.ffn_gate.weight", Q.BF16)),
-         "tensor blk.0.ffn_gate.weight has type bf16, which this runtime cannot run; it runs files whose tensors are")
     emit("tensor_extra_dimension", edit(lambda g: setattr(g.tensor(emb), "ne", [c.d_model, c.n_vocab // 3, 3])),
          f"tensor {emb} has shape [{c.d_model}, {c.n_vocab // 3}, 3], expected [{c.d_model}, {c.n_vocab // 3}]")
     emit("norm_is_a_matrix", edit(lambda g: setattr(g.tensor("output_norm.weight"), "ne", [c.d_model // 2, 2])),

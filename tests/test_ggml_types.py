@@ -9,7 +9,8 @@ from hmbuild.model import ggml_types as T
 
 
 def test_the_named_ids_are_ggufs_own():
-    for name in ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
+    for name in ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+                 "IQ4_NL", "IQ4_XS"):
         assert getattr(T, name) == gguf.GGMLQuantizationType[name].value, name
 
 
@@ -32,7 +33,7 @@ def test_the_python_and_cpp_tables_agree():
     ids = {name: int(v) for name, v in re.findall(r"^\s*(\w+) = (\d+),", header, re.M)}
     rows = re.findall(r'\{GgmlType::(\w+),\s*"(\w+)",\s*(\d+),\s*([\d +]+),\s*\d+,\s*\w+(?:<\d+>)?,'
                       r'\s*[\w:]+,\s*([\w:-]+)\}', src)
-    assert len(rows) == 18, f"the C++ table's rows were not all found: {rows}"
+    assert len(rows) == 20, f"the C++ table's rows were not all found: {rows}"
     with_kernel = {ids[enum] for enum, *_, kernel in rows if kernel != "-1"}
     assert T.ENGINE_TYPES == with_kernel
     for enum, name, block, size, kernel in rows:
@@ -47,6 +48,39 @@ def test_the_python_and_cpp_tables_agree():
         assert T.block(type_id) == cpp, name
 
 
+def test_the_native_dequantize_fixture_is_gguf_pys():
+    """native/tests/data/gguf_dequant.bin, which the native kernel test holds every type's to_float
+    to bit for bit, is what the installed gguf package's gguf.quants.dequantize gives on its blocks."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "record_dequant_reference.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_dequantize_fixture_covers_every_engine_type_and_reads_back():
+    """Each GGUF type the engine runs (all but F32 and hmbuild's own INT4) has blocks in the fixture,
+    and its values are gguf-py's dequantization of those blocks."""
+    import struct
+
+    import numpy as np
+
+    data = (REPO / "native/tests/data/gguf_dequant.bin").read_bytes()
+    assert data[:4] == b"HMDQ"
+    _, count = struct.unpack_from("<II", data, 4)
+    off, seen = 12, set()
+    for _ in range(count):
+        type_id, n, nbytes = struct.unpack_from("<III", data, off)
+        off += 12
+        raw = np.frombuffer(data, np.uint8, nbytes, off)
+        values = np.frombuffer(data, "<f4", n, off + nbytes)
+        want = gguf.quants.dequantize(raw.reshape(1, -1), gguf.GGMLQuantizationType(type_id)).reshape(-1)
+        assert np.array_equal(values.view(np.uint32), want.astype(np.float32).view(np.uint32)), T.type_name(type_id)
+        seen.add(type_id)
+        off += nbytes + 4 * n
+    assert off == len(data)
+    assert seen == T.ENGINE_TYPES - {T.F32, *T.HM_Q4.values()}
 def write_to_float_cases(path, seed=29):
     """A GGUF file with, for every ggml type the engine runs, tensor w.<type> (8 x 512) and gguf-py's
     dequantization of it as ref.<type> (F32): rows quantized by gguf-py where it can quantize the

@@ -292,6 +292,30 @@ def test_cli_json_and_text_report(tmp_path):
     assert read_types(out)["blk.0.ffn_up.weight"] == "HM_Q4_G128"
 
 
+@pytest.mark.parametrize("qtype", [Q.Q5_K, Q.Q3_K, Q.Q2_K, Q.IQ4_XS, Q.IQ4_NL, Q.BF16], ids=lambda q: Q(q).name)
+def test_reads_the_file_types_phones_download(tmp_path, qtype):
+    """A file of K-quant, IQ4 or BF16 tensors is read. A matrix the engine runs in a type narrower
+    than the one asked for stays as it is (Q/K/V against Q8_0; Q3_K and Q2_K even against INT4),
+    BF16 is wider and becomes Q8_0; the other matrices become INT4 of the source's values."""
+    _, W, src = tiny(tmp_path, "gemma3", qtype)
+    out = tmp_path / "q.gguf"
+    proc = run_hmbuild("quantize", str(src), str(out), "--scheme", "int4-g64", "--json")
+    assert proc.returncode == 0, proc.stderr
+    types, got = read_types(out), dequantized(out)
+    name = Q(qtype).name
+    assert types["blk.0.attn_q.weight"] == ("Q8_0" if qtype == Q.BF16 else name)
+    if qtype in (Q.Q3_K, Q.Q2_K):
+        assert types["blk.0.ffn_up.weight"] == name
+        assert np.array_equal(got["blk.0.ffn_up.weight"], W["blk.0.ffn_up.weight"])
+    else:
+        assert types["blk.0.ffn_up.weight"] == "HM_Q4_G64"
+        # Random blocks with 6-bit mins (Q5_K) are far from centred: symmetric INT4 of them loses
+        # more than of trained weights, still far below an unrelated matrix's ~1.4.
+        assert rel_rms(got["blk.0.ffn_up.weight"], W["blk.0.ffn_up.weight"]) < 0.3
+    if qtype != Q.BF16:
+        assert np.array_equal(got["blk.0.attn_k.weight"], W["blk.0.attn_k.weight"])
+
+
 def bad(tmp_path, *args):
     proc = run_hmbuild("quantize", *map(str, args))
     assert proc.returncode != 0

@@ -35,9 +35,10 @@ register_with_gguf()
 def type_name(qtype) -> str:
     return f"HM_Q4_G{HM_GROUP[int(qtype)]}" if int(qtype) in HM_GROUP else Q(qtype).name
 
-# Types gguf-py can quantize; Q4_K / Q6_K it only dequantizes, so those tensors get random but
-# well-formed blocks (sane fp16 scales, random quants), which exercises every bit of the layout.
-RANDOM_BLOCK_TYPES = {Q.Q4_K, Q.Q6_K}
+# Types gguf-py can quantize; the K-quants and IQ4 types it only dequantizes, so those tensors get
+# random but well-formed blocks (sane fp16 scales, random quants), which exercises every bit of the
+# layout.
+RANDOM_BLOCK_TYPES = {Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.IQ4_NL, Q.IQ4_XS}
 
 
 @dataclass
@@ -114,6 +115,18 @@ def _random_blocks(rng, qtype: Q, n_rows: int, n_cols: int) -> np.ndarray:
         raw[:, :, 2:4] = f16(0.001)
     elif qtype == Q.Q6_K:  # ql[128], qh[64], scales[16] (int8), d (fp16)
         raw[:, :, 208:210] = f16(0.0003)
+    elif qtype == Q.Q5_K:  # d, dmin, scales[12], qh[32], qs[128]
+        raw[:, :, 0:2] = f16(0.001)
+        raw[:, :, 2:4] = f16(0.001)
+    elif qtype == Q.Q3_K:  # hmask[32], qs[64], scales[12], d
+        raw[:, :, 108:110] = f16(0.002)
+    elif qtype == Q.Q2_K:  # scales[16], qs[64], d, dmin
+        raw[:, :, 80:82] = f16(0.01)
+        raw[:, :, 82:84] = f16(0.005)
+    elif qtype == Q.IQ4_NL:  # d, qs[16]
+        raw[:, :, 0:2] = f16(0.001)
+    elif qtype == Q.IQ4_XS:  # d, scales_h, scales_l[4], qs[128]
+        raw[:, :, 0:2] = f16(0.0001)
     return raw.reshape(n_rows, nb * size)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 # so that naming one does not import gguf; tests/test_ggml_types.py checks each against the enum.
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 0, 1, 2, 3, 6, 7, 8
 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K = 10, 11, 12, 13, 14
+IQ4_NL, IQ4_XS = 20, 23
 BF16 = 30
 
 # hmbuild's INT4: group size G -> type id (outside ggml's enum), and back.
@@ -22,11 +23,13 @@ HM_NAMES = {type_id: f"HM_Q4_G{group}" for group, type_id in HM_Q4.items()}
 # (weights, bytes) per block: G 4-bit codes and one fp16 scale, 2 + G/2 bytes per row and group.
 HM_BLOCK = {type_id: (group, 2 + group // 2) for group, type_id in HM_Q4.items()}
 
-# What `hmbuild quantize` reads: what gguf.quants.dequantize handles among the float, classic and
-# K-quant types, and hmbuild's INT4 (int4_format.dequantize_hm_q4).
-READABLE = frozenset({F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, *HM_Q4.values()})
+# What `hmbuild quantize` reads: what gguf.quants.dequantize handles among the float, classic,
+# K-quant and 4-bit non-linear (IQ4) types, and hmbuild's INT4 (int4_format.dequantize_hm_q4).
+READABLE = frozenset({F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
+                      *HM_Q4.values()})
 # What the engine runs as it is: the rows of native/src/ggml_types.cpp with a dot kernel.
-ENGINE_TYPES = frozenset({F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, *HM_Q4.values()})
+ENGINE_TYPES = frozenset({F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
+                          *HM_Q4.values()})
 FLOAT_TYPES = frozenset({F32, F16, BF16})
 
 _registered = False

@@ -20,6 +20,12 @@ using kern::to_float_q5_0;
 using kern::to_float_q5_1;
 using kern::to_float_q6_k;
 using kern::to_float_q8_0;
+using kern::to_float_q2_k;
+using kern::to_float_q3_k;
+using kern::to_float_q5_k;
+using kern::to_float_iq4_nl;
+using kern::to_float_iq4_xs;
+using kern::to_float_bf16;
 constexpr ActKind kNone = ActKind::None;
 
 // HM types: a 4-row tile-group of G columns is 4 * (2 + G/2) bytes, 2 + G/2 of them per row.
@@ -33,13 +39,15 @@ constexpr TypeInfo kTypes[] = {
     {GgmlType::Q5_1,       "q5_1",       32,    24,    1,    to_float_q5_1,     ActKind::Q8_1,  kern::kQ5_1},
     {GgmlType::Q8_0,       "q8_0",       32,    34,    1,    to_float_q8_0,     ActKind::Q8_32, kern::kQ8_0},
     {GgmlType::Q8_1,       "q8_1",       32,    36,    1,    nullptr,           kNone,          -1},
-    {GgmlType::Q2_K,       "q2_K",       256,   84,    1,    nullptr,           kNone,          -1},
-    {GgmlType::Q3_K,       "q3_K",       256,   110,   1,    nullptr,           kNone,          -1},
+    {GgmlType::Q2_K,       "q2_K",       256,   84,    1,    to_float_q2_k,     ActKind::Q8_K,  kern::kQ2_K},
+    {GgmlType::Q3_K,       "q3_K",       256,   110,   1,    to_float_q3_k,     ActKind::Q8_K,  kern::kQ3_K},
     {GgmlType::Q4_K,       "q4_K",       256,   144,   1,    to_float_q4_k,     ActKind::Q8_K,  kern::kQ4_K},
-    {GgmlType::Q5_K,       "q5_K",       256,   176,   1,    nullptr,           kNone,          -1},
+    {GgmlType::Q5_K,       "q5_K",       256,   176,   1,    to_float_q5_k,     ActKind::Q8_K,  kern::kQ5_K},
     {GgmlType::Q6_K,       "q6_K",       256,   210,   1,    to_float_q6_k,     ActKind::Q8_K,  kern::kQ6_K},
     {GgmlType::Q8_K,       "q8_K",       256,   292,   1,    nullptr,           kNone,          -1},
-    {GgmlType::BF16,       "bf16",       1,     2,     1,    nullptr,           kNone,          -1},
+    {GgmlType::IQ4_NL,     "iq4_nl",     32,    18,    1,    to_float_iq4_nl,   ActKind::Q8_32, kern::kIQ4_NL},
+    {GgmlType::IQ4_XS,     "iq4_xs",     256,   136,   1,    to_float_iq4_xs,   ActKind::Q8_K,  kern::kIQ4_XS},
+    {GgmlType::BF16,       "bf16",       1,     2,     1,    to_float_bf16,     ActKind::F32,   kern::kBF16},
     {GgmlType::HM_Q4_G32,  "hm_q4_g32",  32,    2 + 16, 4,   to_float_hm<32>,   ActKind::Q8_32, kern::kHm32},
     {GgmlType::HM_Q4_G64,  "hm_q4_g64",  64,    2 + 32, 4,   to_float_hm<64>,   ActKind::Q8_32, kern::kHm64},
     {GgmlType::HM_Q4_G128, "hm_q4_g128", 128,   2 + 64, 4,   to_float_hm<128>,  ActKind::Q8_32, kern::kHm128},
@@ -60,6 +68,12 @@ static_assert(entry(GgmlType::Q5_0).type_size == sizeof(BlockQ5_0) && entry(Ggml
 static_assert(entry(GgmlType::Q8_0).type_size == sizeof(BlockQ8_0) && entry(GgmlType::Q8_0).block_size == kQK);
 static_assert(entry(GgmlType::Q4_K).type_size == sizeof(BlockQ4_K) && entry(GgmlType::Q4_K).block_size == kQKK);
 static_assert(entry(GgmlType::Q6_K).type_size == sizeof(BlockQ6_K) && entry(GgmlType::Q6_K).block_size == kQKK);
+static_assert(entry(GgmlType::Q5_K).type_size == sizeof(BlockQ5_K) && entry(GgmlType::Q5_K).block_size == kQKK);
+static_assert(entry(GgmlType::Q3_K).type_size == sizeof(BlockQ3_K) && entry(GgmlType::Q3_K).block_size == kQKK);
+static_assert(entry(GgmlType::Q2_K).type_size == sizeof(BlockQ2_K) && entry(GgmlType::Q2_K).block_size == kQKK);
+static_assert(entry(GgmlType::IQ4_NL).type_size == sizeof(BlockIQ4_NL) && entry(GgmlType::IQ4_NL).block_size == kQK);
+static_assert(entry(GgmlType::IQ4_XS).type_size == sizeof(BlockIQ4_XS) && entry(GgmlType::IQ4_XS).block_size == kQKK);
+static_assert(entry(GgmlType::BF16).type_size == sizeof(uint16_t) && entry(GgmlType::BF16).block_size == 1);
 static_assert(entry(GgmlType::F16).type_size == sizeof(uint16_t) && entry(GgmlType::F32).type_size == sizeof(float));
 template <GgmlType T>
 constexpr bool hm_entry_fits() {

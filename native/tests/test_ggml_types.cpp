@@ -35,7 +35,7 @@ TEST_CASE(lookup_finds_each_entry_and_nothing_else) {
         CHECK_EQ(type_info(t.type)->type, t.type);
         CHECK(t.name != nullptr && t.block_size > 0 && t.type_size > 0 && t.tile_rows > 0);
     }
-    CHECK_EQ(ids.size(), size_t(18));
+    CHECK_EQ(ids.size(), size_t(20));
     for (uint32_t unknown : {4u, 5u, 16u, 29u, 31u, 63u, 1000u, 1031u, 1033u, 1129u, 0xFFFFFFFFu})
         CHECK(type_info(unknown) == nullptr);
     CHECK_EQ(std::string(type_info(GgmlType::Q4_K)->name), std::string("q4_K"));
@@ -54,7 +54,7 @@ TEST_CASE(kernel_fields_come_together) {
         CHECK_EQ(row_granularity(raw(t.type)), int64_t(t.tile_rows));
         if (computable) CHECK(kernels.insert(t.kernel).second);
     }
-    CHECK_EQ(kernels.size(), size_t(12));
+    CHECK_EQ(kernels.size(), size_t(18));
 }
 
 TEST_CASE(entries_match_the_block_structs) {
@@ -65,9 +65,16 @@ TEST_CASE(entries_match_the_block_structs) {
     CHECK_EQ(type_info(GgmlType::Q8_0)->type_size, uint32_t(sizeof(BlockQ8_0)));
     CHECK_EQ(type_info(GgmlType::Q4_K)->type_size, uint32_t(sizeof(BlockQ4_K)));
     CHECK_EQ(type_info(GgmlType::Q6_K)->type_size, uint32_t(sizeof(BlockQ6_K)));
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
+    CHECK_EQ(type_info(GgmlType::Q5_K)->type_size, uint32_t(sizeof(BlockQ5_K)));
+    CHECK_EQ(type_info(GgmlType::Q3_K)->type_size, uint32_t(sizeof(BlockQ3_K)));
+    CHECK_EQ(type_info(GgmlType::Q2_K)->type_size, uint32_t(sizeof(BlockQ2_K)));
+    CHECK_EQ(type_info(GgmlType::IQ4_NL)->type_size, uint32_t(sizeof(BlockIQ4_NL)));
+    CHECK_EQ(type_info(GgmlType::IQ4_XS)->type_size, uint32_t(sizeof(BlockIQ4_XS)));
+    CHECK_EQ(type_info(GgmlType::BF16)->type_size, uint32_t(sizeof(uint16_t)));
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::Q5_1})
         CHECK_EQ(type_info(t)->block_size, uint32_t(kQK));
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) CHECK_EQ(type_info(t)->block_size, uint32_t(kQKK));
+    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS})
+        CHECK_EQ(type_info(t)->block_size, uint32_t(kQKK));
     for (GgmlType t : {GgmlType::HM_Q4_G32, GgmlType::HM_Q4_G64, GgmlType::HM_Q4_G128}) {
         const TypeInfo* e = type_info(t);
         CHECK_EQ(e->block_size, uint32_t(hm_group(raw(t))));

@@ -2,9 +2,11 @@
 // double-precision dot of dequantized weights, and dequantization against hand-made blocks.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@ const uint32_t kAllTypes[] = {T(GgmlType::F32),  T(GgmlType::F16),  T(GgmlType::
                               T(GgmlType::Q5_0), T(GgmlType::Q8_0), T(GgmlType::Q4_K),
                               T(GgmlType::Q6_K), T(GgmlType::HM_Q4_G32),
                               T(GgmlType::HM_Q4_G64), T(GgmlType::HM_Q4_G128),
+                              T(GgmlType::Q5_K), T(GgmlType::Q3_K), T(GgmlType::Q2_K),
+                              T(GgmlType::IQ4_XS), T(GgmlType::IQ4_NL), T(GgmlType::BF16),
+
                               T(GgmlType::Q4_1), T(GgmlType::Q5_1)};
 
 void put_f16(uint8_t* p, float v) {
@@ -96,9 +101,19 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols, s
         case GgmlType::F16:
             for (size_t i = 0; i < w.size() / 2; ++i) put_f16(&w[2 * i], unit(rng));
             break;
+        case GgmlType::BF16:  // the top half of a float in [-1, 1)
+            for (size_t i = 0; i < w.size() / 2; ++i) {
+                const float v = unit(rng);
+                uint32_t bits;
+                std::memcpy(&bits, &v, 4);
+                w[2 * i] = static_cast<uint8_t>(bits >> 16);
+                w[2 * i + 1] = static_cast<uint8_t>(bits >> 24);
+            }
+            break;
         case GgmlType::Q4_0:
         case GgmlType::Q5_0:
-        case GgmlType::Q8_0: {
+        case GgmlType::Q8_0:
+        case GgmlType::IQ4_NL: {
             const size_t bs = type_info(type)->type_size;
             for (size_t i = 0; i < w.size(); i += bs) scale(&w[i], 0.01f);
             break;
@@ -120,6 +135,24 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols, s
             break;
         case GgmlType::Q6_K:
             for (size_t i = 0; i < w.size(); i += 210) scale(&w[i + 208], 0.001f);
+            break;
+        case GgmlType::Q5_K:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ5_K)) {
+                scale(&w[i], 0.001f);
+                scale(&w[i + 2], 0.002f);
+            }
+            break;
+        case GgmlType::Q3_K:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ3_K)) scale(&w[i + offsetof(BlockQ3_K, d)], 0.002f);
+            break;
+        case GgmlType::Q2_K:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ2_K)) {
+                scale(&w[i + offsetof(BlockQ2_K, d)], 0.01f);
+                scale(&w[i + offsetof(BlockQ2_K, dmin)], 0.005f);
+            }
+            break;
+        case GgmlType::IQ4_XS:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockIQ4_XS)) scale(&w[i], 0.0005f);
             break;
         case GgmlType::HM_Q4_G32:
         case GgmlType::HM_Q4_G64:
@@ -232,7 +265,7 @@ void check_interleaved(const Case& c, const std::vector<float>& ref) {
 void compare_all_sets(uint32_t type) {
     std::vector<int64_t> cols_list = {256, 640, 1024, 2048, 2560};
     const int64_t batches[] = {1, 2, 3, 4, 7, 17};
-    const bool is_float = type == T(GgmlType::F32) || type == T(GgmlType::F16);
+    const bool is_float = type == T(GgmlType::F32) || type == T(GgmlType::F16) || type == T(GgmlType::BF16);
     if (is_float) cols_list.insert(cols_list.end(), {1, 37, 100});  // a tail past the 16 lanes
     const int64_t g = row_granularity(type);
     // HM_Q4 kernels take 4 chunks of 32 columns per step: 1-3 chunks left over (and no full step).
@@ -323,7 +356,7 @@ TEST_CASE(layout_sizes) {
     CHECK_EQ(row_granularity(T(GgmlType::HM_Q4_G64)), 4);
     CHECK_EQ(row_granularity(T(GgmlType::Q8_0)), 1);
     for (uint32_t t : kAllTypes) CHECK(kernel_supported(t));
-    CHECK(!kernel_supported(T(GgmlType::Q2_K)));
+    CHECK(!kernel_supported(T(GgmlType::Q8_K)));  // an activation format, never a weight
 }
 
 TEST_CASE(dequantize_q4_0_block) {
@@ -431,6 +464,151 @@ TEST_CASE(dequantize_q6_k_block) {
     float y[256];
     dequantize_row(MatView{T(GgmlType::Q6_K), reinterpret_cast<const uint8_t*>(&b), 256, 1}, 0, y);
     for (int e = 0; e < 256; ++e) CHECK_EQ(y[e], 0.125f * (e / 16 - 8) * (e % 64 - 32));
+}
+
+TEST_CASE(dequantize_q5_k_block) {
+    BlockQ5_K b{};
+    b.d = fp32_to_fp16(0.5f);
+    b.dmin = fp32_to_fp16(0.25f);
+    // Scales and mins packed as Q4_K's (sub-block 5's scale and 6's min use the top bits).
+    uint8_t sc[8] = {1, 2, 3, 4, 5, 40, 7, 8}, mn[8] = {3, 5, 7, 9, 11, 13, 50, 17};
+    for (int j = 0; j < 4; ++j) {
+        b.scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+        b.scales[j + 4] = static_cast<uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
+        b.scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+    }
+    // Element e = 32j + l gets q = (l + 3j) % 32: nibble in qs, fifth bit at bit j of qh[l].
+    for (int e = 0; e < 256; ++e) {
+        const int j = e / 32, l = e % 32, q = (l + 3 * j) % 32, c = e / 64;
+        b.qs[32 * c + l] |= static_cast<uint8_t>((q & 0xF) << (j % 2 ? 4 : 0));
+        b.qh[l] |= static_cast<uint8_t>((q >> 4) << j);
+    }
+    float y[256];
+    dequantize_row(MatView{T(GgmlType::Q5_K), reinterpret_cast<const uint8_t*>(&b), 256, 1}, 0, y);
+    for (int e = 0; e < 256; ++e) {
+        const int j = e / 32, q = (e % 32 + 3 * j) % 32;
+        CHECK_EQ(y[e], 0.5f * sc[j] * q - 0.25f * mn[j]);
+    }
+}
+
+TEST_CASE(dequantize_q3_k_block) {
+    BlockQ3_K b{};
+    b.d = fp32_to_fp16(0.25f);
+    // Sub-block i's 6-bit scale s_i = (7 * i + 5) % 64 (weights use s_i - 32), packed as the
+    // layout says: low nibbles in bytes 0..7 (i < 8 low, i >= 8 high), top bits in bytes 8..11.
+    int s[16];
+    for (int i = 0; i < 16; ++i) {
+        s[i] = (7 * i + 5) % 64;
+        b.scales[i % 8] |= static_cast<uint8_t>((s[i] & 0xF) << (i < 8 ? 0 : 4));
+        b.scales[8 + i % 4] |= static_cast<uint8_t>((s[i] >> 4) << (2 * (i / 4)));
+    }
+    // Element e = 128h + 32j + l gets q = (e % 8) - 4: low bits in qs, high bit in hmask.
+    for (int e = 0; e < 256; ++e) {
+        const int h = e / 128, j = (e % 128) / 32, l = e % 32, u = e % 8;
+        b.qs[32 * h + l] |= static_cast<uint8_t>((u & 3) << (2 * j));
+        b.hmask[l] |= static_cast<uint8_t>((u >> 2) << (4 * h + j));
+    }
+    float y[256];
+    dequantize_row(MatView{T(GgmlType::Q3_K), reinterpret_cast<const uint8_t*>(&b), 256, 1}, 0, y);
+    for (int e = 0; e < 256; ++e) CHECK_EQ(y[e], 0.25f * (s[e / 16] - 32) * (e % 8 - 4));
+}
+
+TEST_CASE(dequantize_q2_k_block) {
+    BlockQ2_K b{};
+    b.d = fp32_to_fp16(0.5f);
+    b.dmin = fp32_to_fp16(0.125f);
+    for (int i = 0; i < 16; ++i) b.scales[i] = static_cast<uint8_t>((i % 16) | ((15 - i) << 4));
+    for (int e = 0; e < 256; ++e) {
+        const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+        b.qs[32 * h + l] |= static_cast<uint8_t>(((e / 3) % 4) << (2 * j));
+    }
+    float y[256];
+    dequantize_row(MatView{T(GgmlType::Q2_K), reinterpret_cast<const uint8_t*>(&b), 256, 1}, 0, y);
+    for (int e = 0; e < 256; ++e) CHECK_EQ(y[e], 0.5f * (e / 16) * ((e / 3) % 4) - 0.125f * (15 - e / 16));
+}
+
+TEST_CASE(dequantize_iq4_nl_block) {
+    const int table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    uint8_t b[18];
+    put_f16(b, 0.5f);
+    for (int j = 0; j < 16; ++j) b[2 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+    float y[32];
+    dequantize_row(MatView{T(GgmlType::IQ4_NL), b, 32, 1}, 0, y);
+    for (int j = 0; j < 16; ++j) {
+        CHECK_EQ(y[j], 0.5f * table[j]);
+        CHECK_EQ(y[j + 16], 0.5f * table[15 - j]);
+    }
+}
+
+TEST_CASE(dequantize_iq4_xs_block) {
+    const int table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    BlockIQ4_XS b{};
+    b.d = fp32_to_fp16(0.25f);
+    const int ls[8] = {0, 63, 32, 33, 17, 48, 5, 40};  // 6-bit; the weights use ls - 32
+    for (int j = 0; j < 8; ++j) {
+        b.scales_l[j / 2] |= static_cast<uint8_t>((ls[j] & 0xF) << (4 * (j % 2)));
+        b.scales_h |= static_cast<uint16_t>((ls[j] >> 4) << (2 * j));
+    }
+    for (int k = 0; k < 128; ++k) b.qs[k] = static_cast<uint8_t>((k % 16) | (((k + 5) % 16) << 4));
+    float y[256];
+    dequantize_row(MatView{T(GgmlType::IQ4_XS), reinterpret_cast<const uint8_t*>(&b), 256, 1}, 0, y);
+    for (int e = 0; e < 256; ++e) {
+        const int j = e / 32, l = e % 32, k = 16 * j + l % 16;
+        const int idx = l < 16 ? k % 16 : (k + 5) % 16;
+        CHECK_EQ(y[e], 0.25f * (ls[j] - 32) * table[idx]);
+    }
+}
+
+TEST_CASE(dequantize_bf16_row) {
+    const uint8_t h[8] = {0x80, 0x3f, 0x00, 0xc0, 0x49, 0x40, 0x00, 0x00};  // 1, -2, 3.140625, 0
+    float y[4];
+    dequantize_row(MatView{T(GgmlType::BF16), h, 4, 1}, 0, y);
+    CHECK_EQ(y[0], 1.0f);
+    CHECK_EQ(y[1], -2.0f);
+    CHECK_EQ(y[2], 3.140625f);
+    CHECK_EQ(y[3], 0.0f);
+}
+
+// Blocks of every computable GGUF type and gguf-py's gguf.quants.dequantize of them
+// (scripts/record_dequant_reference.py; tests/test_ggml_types.py checks the fixture is what the
+// installed gguf package gives): to_float is bitwise the same.
+TEST_CASE(to_float_equals_gguf_py) {
+    std::FILE* f = std::fopen(HMLLM_TEST_DATA_DIR "/gguf_dequant.bin", "rb");
+    CHECK(f != nullptr);
+    if (f == nullptr) return;
+    std::vector<uint8_t> data;
+    uint8_t buf[4096];
+    for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) data.insert(data.end(), buf, buf + got);
+    std::fclose(f);
+    const auto u32 = [&](size_t off) {
+        uint32_t v;
+        std::memcpy(&v, &data[off], 4);
+        return v;
+    };
+    CHECK(data.size() >= 12 && std::memcmp(data.data(), "HMDQ", 4) == 0 && u32(4) == 1);
+    const uint32_t count = u32(8);
+    std::set<uint32_t> seen;
+    size_t off = 12;
+    for (uint32_t k = 0; k < count; ++k) {
+        const uint32_t type = u32(off), n = u32(off + 4), nbytes = u32(off + 8);
+        off += 12;
+        CHECK(kernel_supported(type));
+        CHECK_EQ(row_bytes(type, n), size_t(nbytes));
+        std::vector<float> want(n), got(n, NAN);
+        std::memcpy(want.data(), &data[off + nbytes], 4 * size_t(n));
+        dequantize_row(MatView{type, &data[off], n, 1}, 0, got.data());
+        int bad = 0;
+        for (uint32_t i = 0; i < n; ++i)
+            if (std::memcmp(&got[i], &want[i], 4) != 0 && bad++ < 3)
+                std::printf("  type %u element %u: to_float %.9g, gguf-py %.9g\n", type, i, got[i], want[i]);
+        CHECK_EQ(bad, 0);
+        seen.insert(type);
+        off += nbytes + 4 * size_t(n);
+    }
+    CHECK_EQ(off, data.size());
+    // Every ggml type the runtime computes is in the fixture.
+    for (uint32_t t : kAllTypes)
+        if (t != T(GgmlType::F32) && type_info(t)->tile_rows == 1) CHECK(seen.count(t) == 1);
 }
 
 TEST_CASE(dequantize_f16_f32_rows) {
@@ -542,6 +720,12 @@ TEST_CASE(matmul_q6_k) { compare_all_sets(T(GgmlType::Q6_K)); }
 TEST_CASE(matmul_hm_q4_g32) { compare_all_sets(T(GgmlType::HM_Q4_G32)); }
 TEST_CASE(matmul_hm_q4_g64) { compare_all_sets(T(GgmlType::HM_Q4_G64)); }
 TEST_CASE(matmul_hm_q4_g128) { compare_all_sets(T(GgmlType::HM_Q4_G128)); }
+TEST_CASE(matmul_q5_k) { compare_all_sets(T(GgmlType::Q5_K)); }
+TEST_CASE(matmul_q3_k) { compare_all_sets(T(GgmlType::Q3_K)); }
+TEST_CASE(matmul_q2_k) { compare_all_sets(T(GgmlType::Q2_K)); }
+TEST_CASE(matmul_iq4_xs) { compare_all_sets(T(GgmlType::IQ4_XS)); }
+TEST_CASE(matmul_iq4_nl) { compare_all_sets(T(GgmlType::IQ4_NL)); }
+TEST_CASE(matmul_bf16) { compare_all_sets(T(GgmlType::BF16)); }
 
 // The scalar reference (activation quantization included) gives the same bits on every
 // platform: these digests were computed on the x86_64 host and hold under qemu-aarch64 too, so
@@ -565,6 +749,12 @@ TEST_CASE(scalar_outputs_platform_independent) {
         {T(GgmlType::HM_Q4_G32), 512, 0xa874427d0e82e0a2ull},
         {T(GgmlType::HM_Q4_G64), 512, 0x6e5d1b633cd6bdd4ull},
         {T(GgmlType::HM_Q4_G128), 512, 0xd21d200ecd406a25ull},
+        {T(GgmlType::Q5_K), 512, 0x79267714cf434e6aull},
+        {T(GgmlType::Q3_K), 512, 0xf28ef90dd567672aull},
+        {T(GgmlType::Q2_K), 512, 0x58553520af91ea21ull},
+        {T(GgmlType::IQ4_XS), 512, 0x8c3bbf2716ff6c8full},
+        {T(GgmlType::IQ4_NL), 512, 0x8fc00f6af6f9272eull},
+        {T(GgmlType::BF16), 517, 0x705f3b4cc107a2bbull},
     };
     for (const auto& g : golden) {
         const Case c = make_case(g.type, 8, g.cols, 3, 4242 + g.type);

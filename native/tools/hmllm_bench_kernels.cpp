@@ -43,9 +43,19 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols) {
         case GgmlType::F16:
             for (size_t i = 0; i < w.size(); i += 2) set_f16(i, (byte(rng) - 128) / 128.0f);
             break;
+        case GgmlType::BF16:
+            for (size_t i = 0; i < w.size(); i += 2) {
+                const float v = (byte(rng) - 128) / 128.0f;  // exact in bf16
+                uint32_t bits;
+                std::memcpy(&bits, &v, 4);
+                w[i] = static_cast<uint8_t>(bits >> 16);
+                w[i + 1] = static_cast<uint8_t>(bits >> 24);
+            }
+            break;
         case GgmlType::Q4_0:
         case GgmlType::Q5_0:
         case GgmlType::Q8_0:
+        case GgmlType::IQ4_NL:
             for (size_t i = 0; i < w.size(); i += type_info(type)->type_size) set_f16(i, 0.01f);
             break;
         case GgmlType::Q4_1:
@@ -58,6 +68,20 @@ std::vector<uint8_t> random_weights(uint32_t type, int64_t rows, int64_t cols) {
             break;
         case GgmlType::Q6_K:
             for (size_t i = 0; i < w.size(); i += sizeof(BlockQ6_K)) set_f16(i + offsetof(BlockQ6_K, d), 0.001f);
+            break;
+        case GgmlType::Q5_K:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ5_K))
+                set_f16(i + offsetof(BlockQ5_K, d), 0.001f), set_f16(i + offsetof(BlockQ5_K, dmin), 0.002f);
+            break;
+        case GgmlType::Q3_K:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ3_K)) set_f16(i + offsetof(BlockQ3_K, d), 0.002f);
+            break;
+        case GgmlType::Q2_K:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockQ2_K))
+                set_f16(i + offsetof(BlockQ2_K, d), 0.01f), set_f16(i + offsetof(BlockQ2_K, dmin), 0.005f);
+            break;
+        case GgmlType::IQ4_XS:
+            for (size_t i = 0; i < w.size(); i += sizeof(BlockIQ4_XS)) set_f16(i + offsetof(BlockIQ4_XS, d), 0.0005f);
             break;
         default: {  // HM_Q4: 4 scales per tile-group
             const size_t tgb = hm_tile_group_bytes(hm_group(type));
@@ -107,7 +131,9 @@ int main(int argc, char** argv) {
                               GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_1,
                               GgmlType::Q5_1, GgmlType::Q4_K,
                               GgmlType::Q6_K, GgmlType::HM_Q4_G32, GgmlType::HM_Q4_G64,
-                              GgmlType::HM_Q4_G128};
+                              GgmlType::HM_Q4_G128, GgmlType::Q5_K, GgmlType::Q3_K,
+                              GgmlType::Q2_K, GgmlType::IQ4_XS, GgmlType::IQ4_NL,
+                              GgmlType::BF16};
     std::vector<Result> results;
     for (GgmlType gt : types) {
         const uint32_t type = static_cast<uint32_t>(gt);

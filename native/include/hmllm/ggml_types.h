@@ -26,6 +26,8 @@ enum class GgmlType : uint32_t {
     Q5_K = 13,
     Q6_K = 14,
     Q8_K = 15,
+    IQ4_NL = 20,
+    IQ4_XS = 23,
     BF16 = 30,
     // This project's own INT4 (docs/int4-format.md, layout in quant_blocks.h), numbered
     // 1000 + group size, far above anything llama.cpp assigns so the two can never collide.
@@ -37,9 +39,9 @@ enum class GgmlType : uint32_t {
 // What a weight type multiplies with (ggml's vec_dot_type).
 enum class ActKind : uint32_t {
     None = 0,  // unsupported weight type
-    F32,       // F32 / F16 weights: the floats themselves
-    Q8_32,     // Q4_0 / Q5_0 / Q8_0 / HM_Q4_*: int8 per element, float scale + int sum per 32
-    Q8_K,      // Q4_K / Q6_K: int8 per element, float scale per 256, int sum per 16
+    F32,       // F32 / F16 / BF16 weights: the floats themselves
+    Q8_32,     // Q4_0 / Q5_0 / Q8_0 / IQ4_NL / HM_Q4_*: int8 per element, float scale + int sum per 32
+    Q8_K,      // Q2_K..Q6_K / IQ4_XS: int8 per element, float scale per 256, int sum per 16
     Q8_1,      // Q4_1 / Q5_1: Q8_32 plus fp16(d * sum) per 32 (ggml's block_q8_1 s, d before rounding)
 };
 

@@ -108,7 +108,8 @@ void dequantize_row(const MatView& w, int64_t row, float* dst);
 // n_cols that is not a multiple of the block size.
 size_t row_bytes(uint32_t type, int64_t n_cols);
 
-bool kernel_supported(uint32_t type);  // the type table's rows with a kernel (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, HM_Q4_*)
+bool kernel_supported(uint32_t type);  // the type table's rows with a kernel: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+                                        // Q2_K..Q6_K, IQ4_NL, IQ4_XS, HM_Q4_G32/G64/G128
 const char* active_kernels();  // "scalar" | "neon" | "neon-dotprod" | "neon-i8mm" | "avx2"
 // Forces a kernel set (tests, benchmarks): returns false if the CPU lacks it (or the name is
 // unknown). "auto" restores detection. Call it while no matmul is running. The environment

@@ -84,6 +84,83 @@ struct BlockQ6_K {
     uint16_t d;
 };
 
+// Q5_K: 256 weights in 8 sub-blocks of 32, x = d * sc[j] * q - dmin * m[j], q in 0..31. Scales,
+// mins and the nibbles of qs as Q4_K; bit j of qh[l] is the fifth bit of element 32j + l.
+struct BlockQ5_K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qh[32];
+    uint8_t qs[128];
+};
+
+// Q3_K: 256 weights in 16 sub-blocks of 16, x = d * (sc[e / 16] - 32) * q, q in -4..3: two low
+// bits in qs and a high bit in hmask, q = low - (high bit clear ? 4 : 0). Two halves of 128; in
+// half h, element 128h + 32j + l (j, shift 2j, in 0..3; l in 0..31) has its low bits at
+// (qs[32h + l] >> 2j) & 3 and its high bit at bit 4h + j of hmask[l]. scales[12] packs sixteen
+// 6-bit values (see q3k_scale).
+struct BlockQ3_K {
+    uint8_t hmask[32];
+    uint8_t qs[64];
+    uint8_t scales[12];
+    uint16_t d;
+};
+
+// Sub-block i's 6-bit scale (0..63; the weight uses it minus 32): low nibble from byte i (i < 8)
+// or the high nibble of byte i - 8, top two bits from byte 8 + i % 4 at bit 2 * (i / 4).
+inline int q3k_scale(int i, const uint8_t* s) {
+    const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
+    return lo | (((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
+}
+
+// All sixteen scales of q3k_scale, minus 32 (-32..31), four sub-blocks per 32-bit word (the SIMD
+// kernels' unpacking; the same values as q3k_scale(i, s) - 32).
+inline void q3k_scales16(const uint8_t* s, int8_t out[16]) {
+    constexpr uint32_t m2 = 0x03030303, m4 = 0x0f0f0f0f, k32 = 0x20202020;
+    uint32_t a[3], o[4];
+    __builtin_memcpy(a, s, 12);
+    o[0] = (a[0] & m4) | ((a[2] & m2) << 4);
+    o[1] = (a[1] & m4) | (((a[2] >> 2) & m2) << 4);
+    o[2] = ((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4);
+    o[3] = ((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4);
+    for (uint32_t& v : o) v = ((v | 0x80808080u) - k32) ^ 0x80808080u;  // bytewise v - 32, no borrow across bytes
+    __builtin_memcpy(out, o, 16);
+}
+
+// Q2_K: 256 weights in 16 sub-blocks of 16, x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4),
+// s = e / 16, q in 0..3. Element 128h + 32j + l (as Q3_K) is (qs[32h + l] >> 2j) & 3.
+struct BlockQ2_K {
+    uint8_t scales[16];
+    uint8_t qs[64];
+    uint16_t d;
+    uint16_t dmin;
+};
+
+// IQ4_NL and IQ4_XS: 4-bit indices into one non-linear table of int8 values (llama.cpp's
+// kvalues_iq4nl), so a weight is d * kIq4Values[index].
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_NL: 32 weights, x = d * kIq4Values[index]; indices as Q4_0's nibbles (byte j: element j low,
+// j + 16 high).
+struct BlockIQ4_NL {
+    uint16_t d;
+    uint8_t qs[16];
+};
+
+// IQ4_XS: 256 weights in 8 sub-blocks of 32, x = d * (ls_j - 32) * kIq4Values[index]; the 6-bit ls_j
+// is the nibble j % 2 of scales_l[j / 2] with bits 2j, 2j+1 of scales_h above it. Sub-block j's
+// indices are qs[16j .. 16j + 15] as IQ4_NL's.
+struct BlockIQ4_XS {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[4];
+    uint8_t qs[128];
+};
+
+inline int iq4xs_scale(int j, const BlockIQ4_XS& b) {
+    return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4);
+}
+
 // ---- HM_Q4_G32 / HM_Q4_G64 / HM_Q4_G128: symmetric INT4, one fp16 scale per row and group of
 // G = 32, 64 or 128 columns, value = (q - 8) * d, q in 0..15. Rows come in tiles of 4 (n_rows % 4 == 0, n_cols % G == 0).
 // The tensor is tiles in row order; a tile is its groups in column order; a tile-group is
@@ -117,7 +194,8 @@ inline void hm_nibble_pos(int r, int col, int* byte, int* shift) {
 //   32-blocks (Q4_0, Q5_0, Q8_0, HM_Q4 per row): acc = fma((float)isum, fp16(d_w) * d_a, acc)
 //   Q4_1 / Q5_1: that step, then acc = fma(fp16(m_w), sd_a, acc), sd_a = fp16(d * s_a) (Q8_1)
 //   Q4_K: acc = fma((float)isum, fp16(d) * d_a, acc); acc = fma((float)msum, -(fp16(dmin) * d_a), acc)
-//   Q6_K: acc = fma((float)isum, fp16(d) * d_a, acc)
+//   Q6_K, Q3_K, IQ4_XS: acc = fma((float)isum, fp16(d) * d_a, acc)
+//   Q5_K, Q2_K: as Q4_K; IQ4_NL: as the 32-blocks; BF16: as F16
 
 // fp16 <-> fp32 conversions (fp16_to_fp32 / fp32_to_fp16) come from hmllm/fp16.h; the SIMD
 // files use hardware conversions instead.

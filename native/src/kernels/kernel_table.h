@@ -22,7 +22,19 @@
 //       (msum_i = sum_j m_j * (s_a[2j] + s_a[2j+1]), j = the 8 sub-blocks)
 //   Q6_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
 //       (isum_i = sum_j sc_j * sum_l (q - 32) * a, as sum_j sc_j * dot_j - 32 * sum_j sc_j * s_a[j])
-//   F32 / F16 (weights w, floats x; fp16 -> fp32 is exact), 16 partial sums:
+//   Q5_K, super-block i: as Q4_K, with q in 0..31 (scales times dots, then mins times sums, as ggml)
+//   Q2_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
+//       (isum_i = sum_j (sc_j & 15) * dot_j)  acc = fma((float)msum_i, -(fp16(dmin) * d_a), acc)
+//       (msum_i = sum_j (sc_j >> 4) * s_a[j], j = the 16 sub-blocks of 16, q in 0..3)
+//   Q3_K, super-block i:                acc = fma((float)isum_i, fp16(d) * d_a, acc)
+//       (isum_i = sum_j (sc_j - 32) * sum_l q * a, q in -4..3, j = the 16 sub-blocks; SIMD sets
+//       may take q + 4 in 0..7 and subtract 4 * sum_j (sc_j - 32) * s_a[j], as Q6_K's 32)
+//   IQ4_XS, super-block i:              acc = fma((float)isum_i, fp16(d) * d_a, acc)
+//       (isum_i = sum_j (ls_j - 32) * sum_l v * a, v = kIq4Values[index], j = the 8 sub-blocks)
+//   IQ4_NL, block i of 32:              acc = fma((float)isum_i, fp16(d_w) * d_a, acc)
+//       (isum_i = sum_l v * a; the activations are the Q8_32 blocks, as ggml's Q8_0)
+//     Q2_K, Q3_K, Q5_K and IQ4_XS take the Q8_K activations, as in ggml.
+//   F32 / F16 / BF16 (weights w, floats x; fp16 / bf16 -> fp32 is exact), 16 partial sums:
 //       p_k = fma(w_i, x_i, p_k) for i = k (mod 16), i < n16 = n - n % 16, i ascending
 //       t_k = p_k + p_{k+8} (k < 8);  u_k = t_k + t_{k+4} (k < 4)
 //       acc = (u_0 + u_2) + (u_1 + u_3);  then acc = fma(w_i, x_i, acc) for i = n16 .. n-1
@@ -46,7 +58,11 @@ namespace hmllm {
 namespace kern {
 
 // A type's matmul in each set: mm[TypeInfo::kernel] (the type table names the slot of each type).
-enum Slot : int { kF32, kF16, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kHm32, kHm64, kHm128, kQ4_1, kQ5_1, kSlotCount };
+enum Slot : int {
+    kF32, kF16, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kHm32, kHm64, kHm128,
+    kQ5_K, kQ3_K, kQ2_K, kIQ4_XS, kIQ4_NL, kBF16, kQ4_1, kQ5_1,
+    kSlotCount
+};
 
 using MatmulFn = void (*)(const MatView& w, const Activations& act, float* y, int64_t y_stride,
                           int64_t r0, int64_t r1);
@@ -78,6 +94,12 @@ void to_float_q5_1(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q8_0(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y);
 void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q5_k(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q3_k(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_q2_k(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_iq4_xs(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_iq4_nl(const uint8_t* m, int64_t row, int64_t n, float* y);
+void to_float_bf16(const uint8_t* m, int64_t row, int64_t n, float* y);
 template <int G>  // defined for G = 32, 64, 128
 void to_float_hm(const uint8_t* m, int64_t row, int64_t n, float* y);
 

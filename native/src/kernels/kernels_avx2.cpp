@@ -173,6 +173,28 @@ float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
     return s;
 }
 
+// BF16: the F16 kernel's order; a bf16 widens to fp32 exactly by a shift of 16.
+float dot_bf16(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto wide = [&](int64_t i) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    };
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(wide(i), _mm256_loadu_ps(a.f + i), acc0);
+        acc1 = _mm256_fmadd_ps(wide(i + 8), _mm256_loadu_ps(a.f + i + 8), acc1);
+    }
+    float s = hsum(_mm256_add_ps(acc0, acc1));
+    for (; i < n; ++i) {
+        const uint32_t bits = static_cast<uint32_t>(ld16(w + 2 * i)) << 16;
+        float v;
+        __builtin_memcpy(&v, &bits, 4);
+        s = fma1(v, a.f[i], s);
+    }
+    return s;
+}
+
 // 32-blocks, four rows per pass (lane r = row r): the per-block int dots of the rows are reduced
 // to one int32 each, then acc_r = fma((float)isum_r, d_wr * d_a, acc_r) as a 4-lane vector.
 // The block's fp16 scale is its first two bytes in all three layouts.
@@ -234,6 +256,24 @@ void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float o
         }
         const __m128i isum = _mm_sub_epi32(hsum4_i32(d[0], d[1], d[2], d[3]), _mm_set1_epi32(16 * a.s[i]));
         acc = block_step4(acc, isum, scales4<BlockQ5_0>(rows, i), a.d[i]);
+    }
+    _mm_storeu_ps(out, acc);
+}
+
+// IQ4_NL: 16 bytes of indices -> the 32 signed table values (kIq4Values in both 128-bit lanes).
+inline __m256i iq4_values(const uint8_t* qs) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+    return _mm256_shuffle_epi8(table, unpack_nibbles(qs));
+}
+
+void dot4_iq4_nl(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        pf.step();
+        const __m256i q = loadu(a.q + kQK * i);
+        __m256i d[4];
+        for (int r = 0; r < 4; ++r) d[r] = dot_i8(iq4_values(reinterpret_cast<const BlockIQ4_NL*>(rows[r])[i].qs), q);
+        acc = block_step4(acc, hsum4_i32(d[0], d[1], d[2], d[3]), scales4<BlockIQ4_NL>(rows, i), a.d[i]);
     }
     _mm_storeu_ps(out, acc);
 }
@@ -402,6 +442,18 @@ struct Q5_0x8 {
         const __m256i d = _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones));
         return _mm256_add_epi32(d, offset(s, -16));
     }
+};
+
+// IQ4_NL: the table values are signed like Q8_0's quants (|v| <= 127), so Q8_0's sums apply.
+struct IQ4_NLx8 {
+    using Block = BlockIQ4_NL;
+    static void decode(const Block* const b[8], Dec8* o) {
+        for (int r = 0; r < 8; ++r) o->s[r] = iq4_values(b[r]->qs);
+        transpose8x8_i32(o->s);
+        for (int c = 0; c < 8; ++c) o->w[c] = _mm256_abs_epi8(o->s[c]);
+        o->d = fp16x8(b, 0);  // d is the block's first field
+    }
+    static __m256i isum(const Dec8& w, const int8_t* q, const int16_t* s) { return Q8_0x8::isum(w, q, s); }
 };
 
 // Q4_1 / Q5_1 as Q4_0 / Q5_0 without the offset in the integer sum (kMin: the block's m_w
@@ -796,6 +848,260 @@ void matmul_k8(const MatView& w, const Activations& act, float* y, int64_t ys, i
     });
 }
 
+// ---- Q5_K, Q3_K, Q2_K, IQ4_XS: a super-block unpacked into its 256 weights as int8 in element
+// order (v[m] = elements 32m .. 32m+31) with one integer scale and min per 16 elements, then one
+// step per activation row in the canonical order of kernel_table.h: isum = sum over 16-element runs
+// of scale * dot and msum = sum of min * s_a, both exact integers (a 32-element sub-block's scale
+// and min stand in both of its halves), then the float steps on lane 0. Q5_K and Q2_K are unsigned
+// (0..31, 0..3) and Q3_K is taken as q + 4 (0..7, kernel_table.h), so maddubs takes them as they
+// are and Q3_K subtracts 4 * sum(scale * s_a); IQ4_XS's table values are signed (|v| <= 127): the
+// sign moves onto the activations. maddubs pairs stay below 2^15 (at most 2 * 127 * 127), then
+// madd against the scales.
+struct KGen8 {
+    __m256i v[8];
+    __m256i sc[8];   // int16: low 128-bit lane the scale of elements 32m..+15, high lane of +16..+31
+    int16_t mn[16];  // per 16 elements: the mins (HasMin), or Q3_K's scales (for its offset)
+    float d, dmin;
+};
+
+inline __m256i scale_pair(int lo, int hi) {
+    return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(lo)), _mm_set1_epi16(static_cast<short>(hi)));
+}
+
+// HasMin: Q5_K / Q2_K's second step; Signed: IQ4_XS; Offset: Q3_K's 4.
+template <bool HasMin, bool Signed, int Offset>
+inline float step_kgen(const KGen8& u, const ActRow& a, int64_t i, float acc) {
+    const int8_t* q = a.q + kQKK * i;
+    __m256i isum = _mm256_setzero_si256();
+    for (int m = 0; m < 8; ++m) {
+        const __m256i p = Signed ? _mm256_maddubs_epi16(_mm256_sign_epi8(u.v[m], u.v[m]), _mm256_sign_epi8(loadu(q + 32 * m), u.v[m]))
+                                 : _mm256_maddubs_epi16(u.v[m], loadu(q + 32 * m));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u.sc[m]));
+    }
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
+    if constexpr (HasMin || Offset != 0) {
+        // Q2_K / Q5_K: msum = sum mn * s_a; Q3_K: the offset, sum sc * s_a (mn holds the scales).
+        const __m256i m = _mm256_madd_epi16(loadu(u.mn), loadu(a.s + 16 * i));
+        __m128i mt = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        if constexpr (Offset != 0) {
+            t = _mm_sub_epi32(t, _mm_mullo_epi32(mt, _mm_set1_epi32(Offset)));  // lanes wrap; the total is exact
+            t = hsum2_i32(t, t);
+        } else {
+            t = hsum2_i32(t, mt);  // [isum, msum, ..]
+        }
+    } else {
+        t = hsum2_i32(t, t);
+    }
+    const float da = a.d[i];
+    acc = fma1(static_cast<float>(_mm_cvtsi128_si32(t)), u.d * da, acc);
+    if constexpr (HasMin) acc = fma1(static_cast<float>(_mm_extract_epi32(t, 1)), -(u.dmin * da), acc);
+    return acc;
+}
+
+inline void unpack_q5_k(const BlockQ5_K& b, KGen8* u) {
+    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t sm32[4];  // scales in bytes 0..7, mins in 8..15, as in dot_q4_k
+    __builtin_memcpy(sm32, b.scales, 12);
+    sm32[3] = ((sm32[2] >> 4) & k2) | (((sm32[1] >> 6) & k3) << 4);
+    const uint32_t mins_lo = sm32[1] & k1;
+    sm32[1] = (sm32[2] & k2) | (((sm32[0] >> 6) & k3) << 4);
+    sm32[2] = mins_lo;
+    sm32[0] &= k1;
+    uint8_t sm[16];
+    __builtin_memcpy(sm, sm32, 16);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), x10 = _mm256_set1_epi8(0x10), qh = loadu(b.qh);
+    for (int m = 0; m < 8; ++m) {  // sub-block m: chunk m / 2's low (m even) or high nibbles, bit m of qh
+        const __m256i raw = loadu(b.qs + 32 * (m / 2));
+        const __m256i nib = _mm256_and_si256(m & 1 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << m));
+        const __m256i hb = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit), x10);
+        u->v[m] = _mm256_or_si256(nib, hb);
+        u->sc[m] = scale_pair(sm[m], sm[m]);
+        u->mn[2 * m] = u->mn[2 * m + 1] = sm[8 + m];
+    }
+    u->d = h2f(b.d);
+    u->dmin = h2f(b.dmin);
+}
+
+// Q3_K and Q2_K: elements 128h + 32j + l (m = 4h + j) have their two low bits at bit 2j of byte
+// 32h + l of qs.
+inline __m256i low2(const uint8_t* qs, int m) {
+    const __m256i raw = loadu(qs + 32 * (m / 4));
+    return _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * (m % 4))), _mm256_set1_epi8(3));
+}
+
+inline void unpack_q3_k(const BlockQ3_K& b, KGen8* u) {
+    const __m256i hm = loadu(b.hmask), four = _mm256_set1_epi8(4);
+    int8_t sc[16];
+    q3k_scales16(b.scales, sc);
+    for (int m = 0; m < 8; ++m) {
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << m));  // bit 4h + j of hmask[l]
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);
+        u->v[m] = _mm256_or_si256(low2(b.qs, m), _mm256_and_si256(set, four));  // q + 4 = low + 4 * high bit
+        u->sc[m] = scale_pair(sc[2 * m], sc[2 * m + 1]);
+    }
+    for (int k = 0; k < 16; ++k) u->mn[k] = sc[k];
+    u->d = h2f(b.d);
+}
+
+inline void unpack_q2_k(const BlockQ2_K& b, KGen8* u) {
+    for (int m = 0; m < 8; ++m) {
+        u->v[m] = low2(b.qs, m);
+        u->sc[m] = scale_pair(b.scales[2 * m] & 0xF, b.scales[2 * m + 1] & 0xF);
+    }
+    for (int k = 0; k < 16; ++k) u->mn[k] = b.scales[k] >> 4;
+    u->d = h2f(b.d);
+    u->dmin = h2f(b.dmin);
+}
+
+inline void unpack_iq4_xs(const BlockIQ4_XS& b, KGen8* u) {
+    for (int m = 0; m < 8; ++m) {
+        u->v[m] = iq4_values(b.qs + 16 * m);
+        const int ls = iq4xs_scale(m, b) - 32;
+        u->sc[m] = scale_pair(ls, ls);
+    }
+    u->d = h2f(b.d);
+}
+
+// One activation row (decode) of Q5_K and Q3_K: the quants decoded straight into the products
+// (dot_q4_k's structure), the same integers as the unpacked path, so the same bits.
+float dot_q5_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), x10 = _mm256_set1_epi8(0x10);
+    constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        uint32_t u[4];  // scales in bytes 0..7, mins in 8..15, as in dot_q4_k
+        __builtin_memcpy(u, b[i].scales, 12);
+        u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+        const uint32_t mins_lo = u[1] & k1;
+        u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+        u[2] = mins_lo;
+        u[0] &= k1;
+        const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+        const __m128i asum = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bs)),
+                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(bs + 8)));
+        const __m128i msum = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), asum);
+        const __m256i qh = loadu(b[i].qh);
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i raw = loadu(b[i].qs + 32 * c);
+            const __m256i blo = _mm256_set1_epi8(static_cast<char>(1u << (2 * c)));
+            const __m256i bhi = _mm256_set1_epi8(static_cast<char>(1u << (2 * c + 1)));
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, m4),
+                                               _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, blo), blo), x10));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                                               _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bhi), bhi), x10));
+            const __m256i plo = _mm256_maddubs_epi16(lo, loadu(q + 64 * c));
+            const __m256i phi = _mm256_maddubs_epi16(hi, loadu(q + 64 * c + 32));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(sc, bcast16_mask(2 * c))));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(sc, bcast16_mask(2 * c + 1))));
+        }
+        const __m128i i4 = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
+        const __m128 f = _mm_cvtepi32_ps(hsum2_i32(i4, msum));  // [isum, msum, ..]
+        uint32_t dd16;
+        __builtin_memcpy(&dd16, &b[i].d, 4);  // d, dmin
+        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dd16))), _mm_set1_ps(a.d[i]));
+        acc = _mm_fmadd_ss(f, dd, acc);
+        acc = _mm_fnmadd_ss(_mm_movehdup_ps(f), _mm_movehdup_ps(dd), acc);
+    }
+    return _mm_cvtss_f32(acc);
+}
+
+// Q3_K elements 32M..32M+31 as q + 4 (0..7): bits 2(M % 4) of half M / 4's qs, and bit M of
+// hmask moved to bit 2 (shifts within a byte, so 16-bit shifts do).
+template <int M>
+inline __m256i q3k_u(__m256i raw, __m256i hm) {
+    constexpr int J = M % 4;
+    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256i lo = raw, hb = hm;
+    if constexpr (J > 0) lo = _mm256_srli_epi16(raw, 2 * J);
+    if constexpr (M < 2) hb = _mm256_slli_epi16(hm, 2 - M);
+    if constexpr (M > 2) hb = _mm256_srli_epi16(hm, M - 2);
+    return _mm256_or_si256(_mm256_and_si256(lo, m3), _mm256_and_si256(hb, four));
+}
+
+template <int M>
+inline __m256i q3k_step(__m256i isum, __m256i raw, __m256i hm, __m256i sc, __m256i pick, const int8_t* q) {
+    const __m256i s = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(M)), pick);
+    return _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q3k_u<M>(raw, hm), loadu(q + 32 * M)), s));
+}
+
+float dot_q3_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
+    // Picks int16 0 of each dword in the low 128-bit lane and int16 1 in the high one.
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int8_t sc8[16];
+        q3k_scales16(b[i].scales, sc8);
+        // Sixteen int16 scales: dword m holds sub-blocks 2m, 2m+1.
+        const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc8)));
+        const __m256i hm = loadu(b[i].hmask), r0 = loadu(b[i].qs), r1 = loadu(b[i].qs + 32);
+        __m256i isum = q3k_step<0>(_mm256_setzero_si256(), r0, hm, sc, pick, q);
+        isum = q3k_step<1>(isum, r0, hm, sc, pick, q);
+        isum = q3k_step<2>(isum, r0, hm, sc, pick, q);
+        isum = q3k_step<3>(isum, r0, hm, sc, pick, q);
+        isum = q3k_step<4>(isum, r1, hm, sc, pick, q);
+        isum = q3k_step<5>(isum, r1, hm, sc, pick, q);
+        isum = q3k_step<6>(isum, r1, hm, sc, pick, q);
+        isum = q3k_step<7>(isum, r1, hm, sc, pick, q);
+        // The offset: 4 * sum_k sc_k * s_a[k] (lanes wrap freely; the total is exact).
+        const __m256i bias = _mm256_madd_epi16(sc, loadu(a.s + 16 * i));
+        const __m256i t8 = _mm256_sub_epi32(isum, _mm256_slli_epi32(bias, 2));
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(t8), _mm256_extracti128_si256(t8, 1));
+        t = hsum2_i32(t, t);
+        acc = fma1(static_cast<float>(_mm_cvtsi128_si32(t)), h2f(b[i].d) * a.d[i], acc);
+    }
+    return acc;
+}
+
+template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin, bool Signed, int Offset>
+float dot_kgen(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const B*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        KGen8 u;
+        Unpack(b[i], &u);
+        acc = step_kgen<HasMin, Signed, Offset>(u, a, i, acc);
+    }
+    return acc;
+}
+
+// One row at a time; a super-block is unpacked once for up to kGenBatch activation rows (prefill).
+template <class B, void (*Unpack)(const B&, KGen8*), bool HasMin, bool Signed = false, int Offset = 0,
+          RowDot Decode = dot_kgen<B, Unpack, HasMin, Signed, Offset>>
+void matmul_kgen(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
+    constexpr int kGenBatch = 16;
+    const int64_t nb = act.batch();
+    if (nb == 1) return rows_seq<Decode>(w, act, y, ys, r0, r1);
+    const size_t rb = row_bytes(w.type, w.n_cols);
+    const int64_t nsb = w.n_cols / kQKK;
+    for (int64_t r = r0; r < r1; ++r) {
+        const auto* b = reinterpret_cast<const B*>(w.data + r * rb);
+        for (int64_t b0 = 0; b0 < nb; b0 += kGenBatch) {
+            const int n = static_cast<int>(nb - b0 < kGenBatch ? nb - b0 : kGenBatch);
+            ActRow a[kGenBatch];
+            float acc[kGenBatch];
+            for (int k = 0; k < n; ++k) {
+                a[k] = act.row(b0 + k);
+                acc[k] = 0.0f;
+            }
+            for (int64_t i = 0; i < nsb; ++i) {
+                KGen8 u;
+                Unpack(b[i], &u);
+                for (int k = 0; k < n; ++k) acc[k] = step_kgen<HasMin, Signed, Offset>(u, a[k], i, acc[k]);
+            }
+            for (int k = 0; k < n; ++k) y[(b0 + k) * ys + r] = acc[k];
+        }
+    }
+}
+
 // HM_Q4 tile: one 32-byte load holds 4 rows x 8 columns of low nibbles and 4 x 8 of high ones.
 // Activations are broadcast 4 bytes at a time so each int32 lane ends up as one row's partial dot.
 template <int G>
@@ -845,6 +1151,12 @@ void fill_avx2(KernelSet* ks) {
     ks->mm[kHm32] = tiles_seq<dot4_hm<32>>;
     ks->mm[kHm64] = tiles_seq<dot4_hm<64>>;
     ks->mm[kHm128] = tiles_seq<dot4_hm<128>>;
+    ks->mm[kQ5_K] = matmul_kgen<BlockQ5_K, unpack_q5_k, true, false, 0, dot_q5_k_fused>;
+    ks->mm[kQ3_K] = matmul_kgen<BlockQ3_K, unpack_q3_k, false, false, 4, dot_q3_k_fused>;
+    ks->mm[kQ2_K] = matmul_kgen<BlockQ2_K, unpack_q2_k, true>;
+    ks->mm[kIQ4_XS] = matmul_kgen<BlockIQ4_XS, unpack_iq4_xs, false, true>;
+    ks->mm[kIQ4_NL] = matmul_32x8<IQ4_NLx8, dot4_iq4_nl>;
+    ks->mm[kBF16] = rows_seq<dot_bf16>;
 }
 
 }  // namespace kern

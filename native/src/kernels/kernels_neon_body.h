@@ -78,6 +78,29 @@ float dot_f16(const uint8_t* w, const ActRow& a, int64_t n) {
     return s;
 }
 
+// BF16: the F16 kernel's order; a bf16 widens to fp32 exactly by a shift of 16.
+float dot_bf16(const uint8_t* w, const ActRow& a, int64_t n) {
+    const uint16_t* x = reinterpret_cast<const uint16_t*>(w);
+    const auto wide = [](uint16x4_t h) { return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); };
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), acc2 = vdupq_n_f32(0), acc3 = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const uint16x8_t h0 = vld1q_u16(x + i), h1 = vld1q_u16(x + i + 8);
+        acc0 = vfmaq_f32(acc0, wide(vget_low_u16(h0)), vld1q_f32(a.f + i));
+        acc1 = vfmaq_f32(acc1, wide(vget_high_u16(h0)), vld1q_f32(a.f + i + 4));
+        acc2 = vfmaq_f32(acc2, wide(vget_low_u16(h1)), vld1q_f32(a.f + i + 8));
+        acc3 = vfmaq_f32(acc3, wide(vget_high_u16(h1)), vld1q_f32(a.f + i + 12));
+    }
+    float s = reduce16(acc0, acc1, acc2, acc3);
+    for (; i < n; ++i) {
+        const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+        float v;
+        __builtin_memcpy(&v, &bits, 4);
+        s = fma1(v, a.f[i], s);
+    }
+    return s;
+}
+
 // acc_r = fma((float)isum_r, d_wr * d_a, acc_r), four rows (lanes) at once: the canonical block step.
 inline float32x4_t block_step4(float32x4_t acc, int32x4_t isum, float32x4_t dw, float da) {
     return vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(dw, da));
@@ -207,6 +230,22 @@ struct Q4_1Rows {
         }
         o->d = block_scales4(b);
         o->m = block_mins4(b);
+    }
+};
+
+// IQ4_NL: the nibbles index the int8 table kIq4Values (one table lookup per 16 weights), signed
+// like Q8_0's quants.
+struct IQ4NLRows {
+    using Block = BlockIQ4_NL;
+    static constexpr int kOffset = 0;
+    static void decode(const Block* const b[4], Dec32* o) {
+        const int8x16_t table = vld1q_s8(kIq4Values);
+        for (int r = 0; r < 4; ++r) {
+            const uint8x16_t raw = vld1q_u8(b[r]->qs);
+            o->w[r][0] = vqtbl1q_s8(table, vandq_u8(raw, vdupq_n_u8(0x0F)));
+            o->w[r][1] = vqtbl1q_s8(table, vshrq_n_u8(raw, 4));
+        }
+        o->d = block_scales4(b);
     }
 };
 
@@ -629,6 +668,267 @@ struct Q6KRow {
     static float step(const Unpacked& u, const ActRow& a, int64_t i, float acc) { return step_q6_k(u, a, i, acc); }
 };
 
+// ---- Q5_K, Q3_K, Q2_K, IQ4_XS: a super-block unpacked into its 256 weights as int8 in element
+// order (v[k] = elements 16k .. 16k+15, Q3_K already signed -4..3, IQ4_XS the table's values) and
+// one integer scale and min per 16 elements; then one step per activation row, the canonical
+// order of kernel_table.h: isum = sum_k sc[k] * dot(v[k], a) and msum = sum_k mn[k] * s_a[k]
+// (exact integers; a 32-element sub-block's scale and min stand in both of its halves, which gives
+// the same integers as sc_j * dot_j and m_j * (s_a[2j] + s_a[2j+1])), then the float steps.
+struct KGen {
+    int8x16_t v[16];
+    int16_t sc[16];
+    int16_t mn[16];  // only for the types with mins (HasMin)
+    float d, dmin;
+};
+
+// Pairs: the scale is per 32 elements (Q5_K, IQ4_XS), so both halves' dots take one multiply.
+template <bool HasMin, bool Pairs>
+inline float step_kgen(const KGen& u, const ActRow& a, int64_t i, float acc) {
+    const int8_t* q = a.q + kQKK * i;
+    int32x4_t isum = vdupq_n_s32(0);
+    if constexpr (Pairs) {
+        for (int j = 0; j < 8; ++j) {
+            const int32x4_t d = dot16(dot16(vdupq_n_s32(0), u.v[2 * j], vld1q_s8(q + 32 * j)), u.v[2 * j + 1], vld1q_s8(q + 32 * j + 16));
+            isum = vmlaq_n_s32(isum, d, u.sc[2 * j]);
+        }
+    } else {
+        for (int k = 0; k < 16; ++k) isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), u.v[k], vld1q_s8(q + 16 * k)), u.sc[k]);
+    }
+    const float da = a.d[i];
+    acc = fma1(static_cast<float>(vaddvq_s32(isum)), u.d * da, acc);
+    if constexpr (HasMin) {
+        const int16_t* bs = a.s + 16 * i;
+        const int16x8_t m0 = vld1q_s16(u.mn), m1 = vld1q_s16(u.mn + 8);
+        const int16x8_t s0 = vld1q_s16(bs), s1 = vld1q_s16(bs + 8);
+        int32x4_t m = vmull_s16(vget_low_s16(m0), vget_low_s16(s0));
+        m = vmlal_high_s16(m, m0, s0);
+        m = vmlal_s16(m, vget_low_s16(m1), vget_low_s16(s1));
+        m = vmlal_high_s16(m, m1, s1);
+        acc = fma1(static_cast<float>(vaddvq_s32(m)), -(u.dmin * da), acc);
+    }
+    return acc;
+}
+
+inline void unpack_q5_k(const BlockQ5_K& b, KGen* u) {
+    uint8_t sm[16];
+    q4k_scales_mins(b.scales, sm);
+    const uint8x16_t qh[2] = {vld1q_u8(b.qh), vld1q_u8(b.qh + 16)};
+    for (int c = 0; c < 4; ++c) {
+        const uint8x16_t r[2] = {vld1q_u8(b.qs + 32 * c), vld1q_u8(b.qs + 32 * c + 16)};
+        for (int k = 4 * c; k < 4 * c + 4; ++k) {  // elements 16k..: sub-block j = k / 2, half t = k % 2
+            const int j = k / 2, t = k % 2;
+            const uint8x16_t nib = j % 2 ? vshrq_n_u8(r[t], 4) : vandq_u8(r[t], vdupq_n_u8(0x0F));
+            const uint8x16_t hb = vandq_u8(vtstq_u8(qh[t], vdupq_n_u8(uint8_t(1u << j))), vdupq_n_u8(0x10));
+            u->v[k] = vreinterpretq_s8_u8(vorrq_u8(nib, hb));
+            u->sc[k] = sm[j];
+            u->mn[k] = sm[8 + j];
+        }
+    }
+    u->d = h2f(b.d);
+    u->dmin = h2f(b.dmin);
+}
+
+// Q3_K and Q2_K: elements 128h + 32j + l have their two low bits at bit 2j of byte 32h + l of qs.
+inline uint8x16_t low2(const uint8_t* qs, int k) {
+    const int h = k / 8, j = (k % 8) / 2, t = k % 2;
+    const uint8x16_t raw = vld1q_u8(qs + 32 * h + 16 * t);
+    return vandq_u8(vshlq_u8(raw, vdupq_n_s8(int8_t(-2 * j))), vdupq_n_u8(3));
+}
+
+inline void unpack_q3_k(const BlockQ3_K& b, KGen* u) {
+    const uint8x16_t hm[2] = {vld1q_u8(b.hmask), vld1q_u8(b.hmask + 16)};
+    int8_t sc[16];
+    q3k_scales16(b.scales, sc);
+    for (int k = 0; k < 16; ++k) {
+        const int h = k / 8, j = (k % 8) / 2, t = k % 2;
+        const uint8x16_t set = vtstq_u8(hm[t], vdupq_n_u8(uint8_t(1u << (4 * h + j))));
+        // q = low - 4 where the high bit is clear.
+        u->v[k] = vreinterpretq_s8_u8(vsubq_u8(low2(b.qs, k), vbicq_u8(vdupq_n_u8(4), set)));
+        u->sc[k] = sc[k];
+    }
+    u->d = h2f(b.d);
+}
+
+inline void unpack_q2_k(const BlockQ2_K& b, KGen* u) {
+    for (int k = 0; k < 16; ++k) {
+        u->v[k] = vreinterpretq_s8_u8(low2(b.qs, k));
+        u->sc[k] = b.scales[k] & 0xF;
+        u->mn[k] = b.scales[k] >> 4;
+    }
+    u->d = h2f(b.d);
+    u->dmin = h2f(b.dmin);
+}
+
+inline void unpack_iq4_xs(const BlockIQ4_XS& b, KGen* u) {
+    const int8x16_t table = vld1q_s8(kIq4Values);
+    for (int j = 0; j < 8; ++j) {
+        const uint8x16_t raw = vld1q_u8(b.qs + 16 * j);
+        u->v[2 * j] = vqtbl1q_s8(table, vandq_u8(raw, vdupq_n_u8(0x0F)));
+        u->v[2 * j + 1] = vqtbl1q_s8(table, vshrq_n_u8(raw, 4));
+        u->sc[2 * j] = u->sc[2 * j + 1] = static_cast<int16_t>(iq4xs_scale(j, b) - 32);
+    }
+    u->d = h2f(b.d);
+}
+
+// One activation row (decode): the quants decoded straight into the dots, with the shifts as
+// immediates, instead of through KGen (the same integers, so the same bits). Q3_K is taken as
+// q + 4 (0..7) and 4 * sum_k sc_k * s_a[k] subtracted (kernel_table.h).
+// Bits 2J, 2J+1 of each byte.
+template <int J>
+inline uint8x16_t bits2(uint8x16_t v) {
+    if constexpr (J == 0) return vandq_u8(v, vdupq_n_u8(3));
+    else return vandq_u8(vshrq_n_u8(v, 2 * J), vdupq_n_u8(3));
+}
+
+template <int J>
+inline int32x4_t q3k_quarter(int32x4_t isum, const uint8x16_t qv[2], const uint8x16_t hm[2], int h,
+                             const int8_t* sc, const int8_t* q) {
+    const uint8x16_t four = vdupq_n_u8(4), bit = vdupq_n_u8(uint8_t(1u << (4 * h + J)));
+    for (int t = 0; t < 2; ++t) {
+        const uint8x16_t u = vorrq_u8(bits2<J>(qv[t]), vandq_u8(vtstq_u8(hm[t], bit), four));
+        const int32x4_t d = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u), vld1q_s8(q + 128 * h + 32 * J + 16 * t));
+        isum = vmlaq_n_s32(isum, d, sc[8 * h + 2 * J + t]);
+    }
+    return isum;
+}
+
+float dot_q3_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        int8_t sc[16];
+        q3k_scales16(b[i].scales, sc);
+        const int8_t* q = a.q + kQKK * i;
+        const uint8x16_t hm[2] = {vld1q_u8(b[i].hmask), vld1q_u8(b[i].hmask + 16)};
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            const uint8x16_t qv[2] = {vld1q_u8(b[i].qs + 32 * h), vld1q_u8(b[i].qs + 32 * h + 16)};
+            isum = q3k_quarter<0>(isum, qv, hm, h, sc, q);
+            isum = q3k_quarter<1>(isum, qv, hm, h, sc, q);
+            isum = q3k_quarter<2>(isum, qv, hm, h, sc, q);
+            isum = q3k_quarter<3>(isum, qv, hm, h, sc, q);
+        }
+        // The offset: 4 * sum_k sc_k * s_a[k] (lanes wrap freely; the total is exact).
+        const int8x16_t sc8 = vld1q_s8(sc);
+        const int16x8_t s0 = vmovl_s8(vget_low_s8(sc8)), s1 = vmovl_high_s8(sc8);
+        const int16_t* bs = a.s + 16 * i;
+        const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
+        int32x4_t bias = vmull_s16(vget_low_s16(s0), vget_low_s16(a0));
+        bias = vmlal_high_s16(bias, s0, a0);
+        bias = vmlal_s16(bias, vget_low_s16(s1), vget_low_s16(a1));
+        bias = vmlal_high_s16(bias, s1, a1);
+        const int total = vaddvq_s32(vsubq_s32(isum, vshlq_n_s32(bias, 2)));
+        acc = fma1(static_cast<float>(total), h2f(b[i].d) * a.d[i], acc);
+    }
+    return acc;
+}
+
+template <int J>
+inline int32x4_t q2k_quarter(int32x4_t isum, const uint8x16_t qv[2], int h, const uint8_t* scales, const int8_t* q) {
+    for (int t = 0; t < 2; ++t) {
+        const uint8x16_t u = bits2<J>(qv[t]);
+        const int32x4_t d = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(u), vld1q_s8(q + 128 * h + 32 * J + 16 * t));
+        isum = vmlaq_n_s32(isum, d, scales[8 * h + 2 * J + t] & 0xF);
+    }
+    return isum;
+}
+
+float dot_q2_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ2_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; ++h) {
+            const uint8x16_t qv[2] = {vld1q_u8(b[i].qs + 32 * h), vld1q_u8(b[i].qs + 32 * h + 16)};
+            isum = q2k_quarter<0>(isum, qv, h, b[i].scales, q);
+            isum = q2k_quarter<1>(isum, qv, h, b[i].scales, q);
+            isum = q2k_quarter<2>(isum, qv, h, b[i].scales, q);
+            isum = q2k_quarter<3>(isum, qv, h, b[i].scales, q);
+        }
+        // msum = sum_k (scales[k] >> 4) * s_a[k].
+        const uint8x16_t mn = vshrq_n_u8(vld1q_u8(b[i].scales), 4);
+        const int16x8_t m0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn))), m1 = vreinterpretq_s16_u16(vmovl_high_u8(mn));
+        const int16_t* bs = a.s + 16 * i;
+        const int16x8_t a0 = vld1q_s16(bs), a1 = vld1q_s16(bs + 8);
+        int32x4_t m = vmull_s16(vget_low_s16(m0), vget_low_s16(a0));
+        m = vmlal_high_s16(m, m0, a0);
+        m = vmlal_s16(m, vget_low_s16(m1), vget_low_s16(a1));
+        m = vmlal_high_s16(m, m1, a1);
+        const float da = a.d[i];
+        acc = fma1(static_cast<float>(vaddvq_s32(isum)), h2f(b[i].d) * da, acc);
+        acc = fma1(static_cast<float>(vaddvq_s32(m)), -(h2f(b[i].dmin) * da), acc);
+    }
+    return acc;
+}
+
+float dot_q5_k_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+    const uint8x16_t x10 = vdupq_n_u8(0x10);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        uint8_t sc[16];
+        q4k_scales_mins(b[i].scales, sc);
+        const int16x8_t asum = vpaddq_s16(vld1q_s16(bs), vld1q_s16(bs + 8));
+        const int16x8_t mn = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(sc + 8)));
+        const int msum = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(mn), vget_low_s16(asum)), mn, asum));
+        const uint8x16_t qh[2] = {vld1q_u8(b[i].qh), vld1q_u8(b[i].qh + 16)};
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int c = 0; c < 4; ++c) {
+            const uint8x16_t r[2] = {vld1q_u8(b[i].qs + 32 * c), vld1q_u8(b[i].qs + 32 * c + 16)};
+            const uint8x16_t blo = vdupq_n_u8(uint8_t(1u << (2 * c))), bhi = vdupq_n_u8(uint8_t(1u << (2 * c + 1)));
+            const int8_t* qc = q + 64 * c;
+            int32x4_t slo = vdupq_n_s32(0), shi = vdupq_n_s32(0);
+            for (int t = 0; t < 2; ++t) {
+                const uint8x16_t lo = vorrq_u8(vandq_u8(r[t], vdupq_n_u8(0x0F)), vandq_u8(vtstq_u8(qh[t], blo), x10));
+                const uint8x16_t hi = vorrq_u8(vshrq_n_u8(r[t], 4), vandq_u8(vtstq_u8(qh[t], bhi), x10));
+                slo = dot16(slo, vreinterpretq_s8_u8(lo), vld1q_s8(qc + 16 * t));
+                shi = dot16(shi, vreinterpretq_s8_u8(hi), vld1q_s8(qc + 32 + 16 * t));
+            }
+            isum = vmlaq_n_s32(isum, slo, sc[2 * c]);
+            isum = vmlaq_n_s32(isum, shi, sc[2 * c + 1]);
+        }
+        const float da = a.d[i];
+        acc = fma1(static_cast<float>(vaddvq_s32(isum)), h2f(b[i].d) * da, acc);
+        acc = fma1(static_cast<float>(msum), -(h2f(b[i].dmin) * da), acc);
+    }
+    return acc;
+}
+
+float dot_iq4_xs_fused(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(w);
+    const int8x16_t table = vld1q_s8(kIq4Values);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int j = 0; j < 8; ++j) {
+            const uint8x16_t raw = vld1q_u8(b[i].qs + 16 * j);
+            int32x4_t d = dot16(vdupq_n_s32(0), vqtbl1q_s8(table, vandq_u8(raw, vdupq_n_u8(0x0F))), vld1q_s8(q + 32 * j));
+            d = dot16(d, vqtbl1q_s8(table, vshrq_n_u8(raw, 4)), vld1q_s8(q + 32 * j + 16));
+            isum = vmlaq_n_s32(isum, d, iq4xs_scale(j, b[i]) - 32);
+        }
+        acc = fma1(static_cast<float>(vaddvq_s32(isum)), h2f(b[i].d) * a.d[i], acc);
+    }
+    return acc;
+}
+
+template <class B, void (*Unpack)(const B&, KGen*), bool HasMin, bool Pairs, RowDot Dot>
+struct KGenRow {
+    static constexpr RowDot dot = Dot;
+    static constexpr bool kFourRowDecode = false;  // one row at a time (matmul_k)
+    using Block = B;
+    using Unpacked = KGen;
+    static void unpack(const Block& b, Unpacked* u) { Unpack(b, u); }
+    static float step(const Unpacked& u, const ActRow& a, int64_t i, float acc) { return step_kgen<HasMin, Pairs>(u, a, i, acc); }
+};
+using Q5KRow = KGenRow<BlockQ5_K, unpack_q5_k, true, true, dot_q5_k_fused>;
+using Q3KRow = KGenRow<BlockQ3_K, unpack_q3_k, false, false, dot_q3_k_fused>;
+using Q2KRow = KGenRow<BlockQ2_K, unpack_q2_k, true, false, dot_q2_k_fused>;
+using IQ4XSRow = KGenRow<BlockIQ4_XS, unpack_iq4_xs, false, true, dot_iq4_xs_fused>;
+
 // One row against activation rows a[0..nb-1] (nb <= 4), super-block by super-block.
 template <class K>
 inline void row_k(const uint8_t* w, const ActRow* a, int nb, int64_t n, float* out) {
@@ -1016,6 +1316,12 @@ void fill_all(KernelSet* ks) {
     ks->mm[kQ5_1] = matmul_32<Q5_1Rows>;
     ks->mm[kQ4_K] = matmul_k<Q4KRow>;
     ks->mm[kQ6_K] = matmul_k<Q6KRow>;
+    ks->mm[kQ5_K] = matmul_k<Q5KRow>;
+    ks->mm[kQ3_K] = matmul_k<Q3KRow>;
+    ks->mm[kQ2_K] = matmul_k<Q2KRow>;
+    ks->mm[kIQ4_XS] = matmul_k<IQ4XSRow>;
+    ks->mm[kIQ4_NL] = matmul_32<IQ4NLRows>;
+    ks->mm[kBF16] = matmul_rows<dot_bf16>;
 #if HMLLM_NEON_DOTPROD
     ks->mm[kHm32] = matmul_hm_tokens<32>;
     ks->mm[kHm64] = matmul_hm_tokens<64>;

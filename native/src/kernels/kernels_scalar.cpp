@@ -211,6 +211,93 @@ void deq_q6_k(const uint8_t* w, int64_t n, float* y) {
     }
 }
 
+// Q5_K element e: Q4_K's nibble with bit e / 32 of qh[e % 32] above it.
+inline int q5k_quant(const BlockQ5_K& b, int e) {
+    const int c = e / 64, k = e % 64, l = e % 32;
+    const int lo = k < 32 ? (b.qs[32 * c + l] & 0xF) : (b.qs[32 * c + l] >> 4);
+    return lo | (((b.qh[l] >> (e / 32)) & 1) << 4);
+}
+
+void deq_q5_k(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
+        const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            q4k_scale_min(j, b[i].scales, &sc, &m);
+            for (int l = 0; l < 32; ++l) y[32 * j + l] = d * sc * q5k_quant(b[i], 32 * j + l) - dmin * m;
+        }
+    }
+}
+
+// Q3_K element e, in -4..3.
+inline int q3k_quant(const BlockQ3_K& b, int e) {
+    const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+    const int lo = (b.qs[32 * h + l] >> (2 * j)) & 3;
+    return lo - (((b.hmask[l] >> (4 * h + j)) & 1) ? 0 : 4);
+}
+
+void deq_q3_k(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
+    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int e = 0; e < 256; ++e) y[e] = d * (q3k_scale(e / 16, b[i].scales) - 32) * q3k_quant(b[i], e);
+    }
+}
+
+// Q2_K element e, in 0..3.
+inline int q2k_quant(const BlockQ2_K& b, int e) {
+    const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+    return (b.qs[32 * h + l] >> (2 * j)) & 3;
+}
+
+void deq_q2_k(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockQ2_K*>(w);
+    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
+        const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
+        for (int e = 0; e < 256; ++e) {
+            const int sc = b[i].scales[e / 16];
+            y[e] = d * (sc & 0xF) * q2k_quant(b[i], e) - dmin * (sc >> 4);
+        }
+    }
+}
+
+// IQ4 element e of a 32-element run of indices (IQ4_NL's block, IQ4_XS's sub-block).
+inline int iq4_value(const uint8_t* qs, int e) {
+    return kIq4Values[e < 16 ? (qs[e] & 0xF) : (qs[e - 16] >> 4)];
+}
+
+void deq_iq4_nl(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockIQ4_NL*>(w);
+    for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int e = 0; e < 32; ++e) y[e] = d * iq4_value(b[i].qs, e);
+    }
+}
+
+void deq_iq4_xs(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(w);
+    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int j = 0; j < 8; ++j) {
+            const float dl = d * (iq4xs_scale(j, b[i]) - 32);
+            for (int e = 0; e < 32; ++e) y[32 * j + e] = dl * iq4_value(b[i].qs + 16 * j, e);
+        }
+    }
+}
+
+// bf16 is the top half of an fp32: exact.
+inline float bf16_to_fp32(uint16_t h) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+void deq_bf16(const uint8_t* w, int64_t n, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(load_u16(w + 2 * i));
+}
+
 // ---- dots, in the canonical order of kernel_table.h
 
 // F32 / F16: 16 partial sums over i mod 16, halved 16 -> 8 -> 4 -> 2 -> 1, then the tail.
@@ -320,6 +407,96 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
     return acc;
 }
 
+float dot_bf16(const uint8_t* w, const ActRow& a, int64_t n) {
+    return dot_float([w](int64_t i) { return bf16_to_fp32(load_u16(w + 2 * i)); }, a.f, n);
+}
+
+float dot_iq4_nl(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockIQ4_NL*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int8_t* q = a.q + kQK * i;
+        int isum = 0;
+        for (int e = 0; e < 32; ++e) isum += iq4_value(b[i].qs, e) * q[e];
+        acc = block_step(acc, isum, b[i].d, a.d[i]);
+    }
+    return acc;
+}
+
+float dot_q5_k(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            q4k_scale_min(j, b[i].scales, &sc, &m);
+            int s = 0;
+            for (int l = 0; l < 32; ++l) s += q5k_quant(b[i], 32 * j + l) * q[32 * j + l];
+            isum += sc * s;
+            msum += m * (bs[2 * j] + bs[2 * j + 1]);
+        }
+        const float da = a.d[i];
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * da, acc);
+        acc = std::fma(static_cast<float>(msum), -(fp16_to_fp32(b[i].dmin) * da), acc);
+    }
+    return acc;
+}
+
+float dot_q3_k(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) {
+            int s = 0;
+            for (int l = 0; l < 16; ++l) s += q3k_quant(b[i], 16 * j + l) * q[16 * j + l];
+            isum += (q3k_scale(j, b[i].scales) - 32) * s;
+        }
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * a.d[i], acc);
+    }
+    return acc;
+}
+
+float dot_q2_k(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockQ2_K*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        const int16_t* bs = a.s + 16 * i;
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 16; ++j) {
+            int s = 0;
+            for (int l = 0; l < 16; ++l) s += q2k_quant(b[i], 16 * j + l) * q[16 * j + l];
+            isum += (b[i].scales[j] & 0xF) * s;
+            msum += (b[i].scales[j] >> 4) * bs[j];
+        }
+        const float da = a.d[i];
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * da, acc);
+        acc = std::fma(static_cast<float>(msum), -(fp16_to_fp32(b[i].dmin) * da), acc);
+    }
+    return acc;
+}
+
+float dot_iq4_xs(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const int8_t* q = a.q + kQKK * i;
+        int isum = 0;
+        for (int j = 0; j < 8; ++j) {
+            int s = 0;
+            for (int e = 0; e < 32; ++e) s += iq4_value(b[i].qs + 16 * j, e) * q[32 * j + e];
+            isum += (iq4xs_scale(j, b[i]) - 32) * s;
+        }
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * a.d[i], acc);
+    }
+    return acc;
+}
+
 template <int G>
 void dot4_hm(const uint8_t* tile, const ActRow& a, int64_t n, float out[4]) {
     dot4_hm_ref(tile, a, n, G, out);
@@ -380,6 +557,12 @@ void to_float_q5_1(const uint8_t* m, int64_t row, int64_t n, float* y) {
 void to_float_q8_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q8_0(row_start(GgmlType::Q8_0, m, row, n), n, y); }
 void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q4_k(row_start(GgmlType::Q4_K, m, row, n), n, y); }
 void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q6_k(row_start(GgmlType::Q6_K, m, row, n), n, y); }
+void to_float_q5_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q5_k(row_start(GgmlType::Q5_K, m, row, n), n, y); }
+void to_float_q3_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q3_k(row_start(GgmlType::Q3_K, m, row, n), n, y); }
+void to_float_q2_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q2_k(row_start(GgmlType::Q2_K, m, row, n), n, y); }
+void to_float_iq4_xs(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_iq4_xs(row_start(GgmlType::IQ4_XS, m, row, n), n, y); }
+void to_float_iq4_nl(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_iq4_nl(row_start(GgmlType::IQ4_NL, m, row, n), n, y); }
+void to_float_bf16(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_bf16(row_start(GgmlType::BF16, m, row, n), n, y); }
 
 // HM rows are interleaved in 4-row tiles: row r of a tile is one nibble lane of each tile-group.
 template <int G>
@@ -492,6 +675,12 @@ void fill_scalar(KernelSet* ks) {
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
     ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
+    ks->mm[kQ5_K] = matmul_rows<dot_q5_k>;
+    ks->mm[kQ3_K] = matmul_rows<dot_q3_k>;
+    ks->mm[kQ2_K] = matmul_rows<dot_q2_k>;
+    ks->mm[kIQ4_XS] = matmul_rows<dot_iq4_xs>;
+    ks->mm[kIQ4_NL] = matmul_rows<dot_iq4_nl>;
+    ks->mm[kBF16] = matmul_rows<dot_bf16>;
     ks->mm[kQ4_1] = matmul_rows<dot_affine<BlockQ4_1, q4_quant<BlockQ4_1>>>;
     ks->mm[kQ5_1] = matmul_rows<dot_affine<BlockQ5_1, q5_quant<BlockQ5_1>>>;
 }
