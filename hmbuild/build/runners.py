@@ -84,7 +84,8 @@ def check_cpu(target: Target, cpu: str | None) -> str | None:
     return cpu
 
 
-def _test_env(target: Target, library: Path | None, cpu: str | None, model: Path | None = None) -> dict[str, str]:
+def _test_env(target: Target, library: Path | None, cpu: str | None, model: Path | None = None,
+              chat_model: Path | None = None) -> dict[str, str]:
     env = tool_env()
     if library:
         env["HMBUILD_LIBRARY"] = str(library)
@@ -95,10 +96,9 @@ def _test_env(target: Target, library: Path | None, cpu: str | None, model: Path
     if model:
         # The real model for tests whose behaviour depends on text (native tests read HMLLM_*).
         env["HMBUILD_TEST_MODEL"] = env["HMLLM_TEST_MODEL"] = str(model)
-        # The instruct model whose chats end by themselves, when `hmbuild fetch-model
-        # smollm2-135m-instruct` has cached it (its tests skip, saying so, otherwise).
-        from hmbuild.model.catalog import SMOLLM2_135M_INSTRUCT, cached_model
-        if (chat_model := cached_model(SMOLLM2_135M_INSTRUCT.key)) is not None:
+        # The instruct model whose chats end by themselves, when the caller has it (`hmbuild
+        # fetch-model smollm2-135m-instruct` caches it; its tests skip, saying so, otherwise).
+        if chat_model is not None:
             env["HMBUILD_CHAT_TEST_MODEL"] = env["HMLLM_CHAT_TEST_MODEL"] = str(chat_model)
     if target.emulated:
         # qemu-user reads its CPU and library prefix from the environment, which also reaches
@@ -286,7 +286,8 @@ def native_test_names(build: BuildResult) -> list[str]:
 
 
 def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | None,
-              verbose: bool = False, model: Path | None = None, only: tuple[str, ...] = ()) -> TestReport:
+              verbose: bool = False, model: Path | None = None, only: tuple[str, ...] = (),
+              chat_model: Path | None = None) -> TestReport:
     """The native suite, then the NAPI suites; `only`: just these native tests (the NAPI suites are
     then skipped, and say so)."""
     ensure_runnable(target)
@@ -297,7 +298,7 @@ def run_tests(project: Project, target: Target, build: BuildResult, cpu: str | N
         if unknown:
             raise HmbuildError(f"--only {unknown[0]!r} is not a native test of this build; the tests are "
                                f"{', '.join(known) or 'none'}.")
-    env = _test_env(target, build.library, cpu, model)
+    env = _test_env(target, build.library, cpu, model, chat_model)
     if build.sanitize:
         env.update(sanitizer_env(target, build.sanitize))
     print(f"hmbuild: ctest in {build.build_dir}" + (f" (qemu -cpu {cpu})" if cpu else ""), file=sys.stderr)

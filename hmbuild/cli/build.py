@@ -12,6 +12,7 @@ import click
 from hmbuild.build.builder import build
 from hmbuild.build.har import package_har
 from hmbuild.build.runners import RunOptions, run_model, run_tests
+from hmbuild.model.catalog import SMOLLM2_135M_INSTRUCT, cached_model
 from hmbuild.build.runtime_package import describe
 from hmbuild.cli.common import JSON_HELP, cli_range, emit_json, model_path, resolve, resolve_runnable
 from hmbuild.config.project import load_project, resolve_build_type
@@ -66,7 +67,8 @@ def test_cmd(ctx, target_flag, cpu_flag, build_type_flag, model_flag, sanitize, 
     names = tuple(n.strip() for n in only.split(",")) if only is not None else ()
     if only is not None and not all(names):
         raise HmbuildError("--only takes comma-separated native test names, e.g. --only kernels,session.")
-    report = run_tests(r.project, r.target, result, r.cpu, verbose=verbose, model=model, only=names)
+    report = run_tests(r.project, r.target, result, r.cpu, verbose=verbose, model=model, only=names,
+                       chat_model=cached_model(SMOLLM2_135M_INSTRUCT.key) if model else None)
     for suite in report.suites:
         for failure in suite.failures:
             click.echo(f"FAILED {suite.name}: {failure}", err=True)

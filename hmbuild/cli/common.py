@@ -16,7 +16,7 @@ from hmbuild.config.api_schema import limit
 from hmbuild.config.project import Project, load_project, resolve_build_type, resolve_ohos_stl, resolve_target_name
 from hmbuild.errors import HmbuildError
 from hmbuild.model.catalog import fetch_model
-from hmbuild.model.ggml_types import check_file_runnable
+from hmbuild.model.plan import check_file_runnable
 from hmbuild.targets.target import Target, resolve_target
 
 JSON_HELP = "Print one JSON object on stdout."

@@ -15,7 +15,7 @@ from hmbuild.errors import HmbuildError
 from hmbuild.config.project import Project
 from hmbuild.build.runners import built_tool, check_cpu, ensure_runnable, run_progress_tool
 from hmbuild.targets.target import Target
-from hmbuild.model.ggml_types import check_file_runnable
+from hmbuild.model.plan import check_file_runnable
 from hmbuild.model.texts import check_text, shipped_text
 
 DEFAULT_CTX = 512

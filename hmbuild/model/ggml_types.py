@@ -114,18 +114,6 @@ def check_runnable(path, tensors) -> None:
         raise HmbuildError(unrunnable_message(path, *bad))
 
 
-def check_file_runnable(path) -> None:
-    """check_runnable on a model file's tensors (read through plan's header reader). A file the gguf
-    package cannot read is left alone: the runtime's reader names what is wrong with it."""
-    from hmbuild.model.plan import open_gguf_header
-
-    try:
-        tensors = [(t.name, t.tensor_type) for t in open_gguf_header(path).tensors]
-    except Exception:  # noqa: BLE001 - HmbuildError or whatever a damaged file trips
-        return
-    check_runnable(path, tensors)
-
-
 def bits_per_weight(type_id: int) -> float:
     weights, size = block(type_id)
     return size * 8 / weights

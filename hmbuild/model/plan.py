@@ -808,3 +808,13 @@ def render_text(p: Plan) -> str:
         lines.append(f"Note: {n}")
     lines.append("(MB and GB are decimal, 10^6 and 10^9 bytes, as the engine reports; GiB is 2^30 bytes.)")
     return "\n".join(lines)
+
+
+def check_file_runnable(path) -> None:
+    """check_runnable on a model file's tensors (read through plan's header reader). A file the gguf
+    package cannot read is left alone: the runtime's reader names what is wrong with it."""
+    try:
+        tensors = [(t.name, t.tensor_type) for t in open_gguf_header(path).tensors]
+    except Exception:  # noqa: BLE001 - HmbuildError or whatever a damaged file trips
+        return
+    check_runnable(path, tensors)
