@@ -13,6 +13,15 @@ inline float h2f(uint16_t h) {
 }
 inline uint16_t ld16(const uint8_t* p) { uint16_t v; __builtin_memcpy(&v, p, 2); return v; }
 inline float32x4_t h2f4(const uint8_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)))); }
+// Four fp16 values from four places (the scales of four rows) as one float vector.
+inline float32x4_t fp16x4(const uint16_t* p0, const uint16_t* p1, const uint16_t* p2, const uint16_t* p3) {
+    uint16x4_t h = vdup_n_u16(0);
+    h = vld1_lane_u16(p0, h, 0);
+    h = vld1_lane_u16(p1, h, 1);
+    h = vld1_lane_u16(p2, h, 2);
+    h = vld1_lane_u16(p3, h, 3);
+    return vcvt_f32_f16(vreinterpret_f16_u16(h));
+}
 
 // acc + products of a and b summed in groups (only the total over lanes is meaningful for the
 // baseline version: its lanes group the products differently from vdotq_s32). Products must be
@@ -139,14 +148,7 @@ struct Dec32 {
 };
 
 template <class B>
-inline float32x4_t block_scales4(const B* const b[4]) {
-    uint16x4_t h = vdup_n_u16(0);
-    h = vld1_lane_u16(&b[0]->d, h, 0);
-    h = vld1_lane_u16(&b[1]->d, h, 1);
-    h = vld1_lane_u16(&b[2]->d, h, 2);
-    h = vld1_lane_u16(&b[3]->d, h, 3);
-    return vcvt_f32_f16(vreinterpret_f16_u16(h));
-}
+inline float32x4_t block_scales4(const B* const b[4]) { return fp16x4(&b[0]->d, &b[1]->d, &b[2]->d, &b[3]->d); }
 
 struct Q8_0Rows {
     using Block = BlockQ8_0;
@@ -209,14 +211,7 @@ struct Q5_0Rows {
 // Q4_1 / Q5_1: unsigned quants and no offset in the integer sum; each block's m_w times the
 // activation block's fp16(d * sum) is a second fma (kMin, kernel_table.h).
 template <class B>
-inline float32x4_t block_mins4(const B* const b[4]) {
-    uint16x4_t h = vdup_n_u16(0);
-    h = vld1_lane_u16(&b[0]->m, h, 0);
-    h = vld1_lane_u16(&b[1]->m, h, 1);
-    h = vld1_lane_u16(&b[2]->m, h, 2);
-    h = vld1_lane_u16(&b[3]->m, h, 3);
-    return vcvt_f32_f16(vreinterpret_f16_u16(h));
-}
+inline float32x4_t block_mins4(const B* const b[4]) { return fp16x4(&b[0]->m, &b[1]->m, &b[2]->m, &b[3]->m); }
 
 struct Q4_1Rows {
     using Block = BlockQ4_1;
@@ -461,15 +456,6 @@ float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
 // activations and their sums is loaded once for the four rows, the rows' integer totals come out
 // of one pairwise-add tree instead of four horizontal adds, and the float steps run as one vector.
 // Every lane does its row's canonical super-block steps.
-inline float32x4_t fp16x4(const uint16_t* p0, const uint16_t* p1, const uint16_t* p2, const uint16_t* p3) {
-    uint16x4_t h = vdup_n_u16(0);
-    h = vld1_lane_u16(p0, h, 0);
-    h = vld1_lane_u16(p1, h, 1);
-    h = vld1_lane_u16(p2, h, 2);
-    h = vld1_lane_u16(p3, h, 3);
-    return vcvt_f32_f16(vreinterpret_f16_u16(h));
-}
-
 void dot4_q4_k(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4]) {
     const BlockQ4_K* b[4];
     for (int r = 0; r < 4; ++r) b[r] = reinterpret_cast<const BlockQ4_K*>(rows[r]);
