@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <vector>
 
 #include "hmllm/cpu_features.h"
 #include "hmllm/ggml_types.h"
@@ -134,9 +133,16 @@ void dequantize_row(const MatView& w, int64_t row, float* dst) {
         info->to_float(w.data, row, w.n_cols, dst);
         return;
     }
-    std::vector<uint8_t> bytes(row_bytes(w.type, w.n_cols));
-    deinterleave_row(w.type, w.data, row, w.n_cols, bytes.data());
-    info->to_float(bytes.data(), 0, w.n_cols, dst);
+    // Block by block through one file-layout block on the stack: this is the embedding lookup of
+    // every token, so no allocation.
+    const size_t rb = row_bytes(w.type, w.n_cols), group_bytes = 4 * row_bytes(w.type, kQK);
+    const uint8_t* groups = w.data + size_t(row / 4) * 4 * rb;
+    uint8_t block[64];
+    static_assert(sizeof block >= sizeof(BlockQ8_0) && sizeof block >= sizeof(BlockQ5_0));
+    for (int64_t i = 0; i < w.n_cols / kQK; ++i) {
+        deinterleave_block(w.type, groups + size_t(i) * group_bytes, static_cast<int>(row % 4), block);
+        info->to_float(block, 0, kQK, dst + kQK * i);
+    }
 }
 
 int64_t row_granularity(const MatView& w) { return w.interleaved ? 4 : row_granularity(w.type); }

@@ -110,8 +110,6 @@ void deinterleave_block(uint32_t type, const uint8_t* group, int r, uint8_t* blo
 void interleave_group(uint32_t type, const uint8_t* const blocks[4], uint8_t* group);
 // Rows [r0, r1) (multiples of 4) of the file layout at src into the interleaved layout at dst.
 void interleave_matrix(uint32_t type, const uint8_t* src, int64_t n_cols, int64_t r0, int64_t r1, uint8_t* dst);
-// Row `row` of an interleaved matrix in its file layout (n_cols / 32 blocks at out).
-void deinterleave_row(uint32_t type, const uint8_t* m, int64_t row, int64_t n_cols, uint8_t* out);
 
 // Scalar reference dots (the canonical order written out plainly).
 float dot_q8_0_ref(const uint8_t* w, const ActRow& a, int64_t n);

@@ -182,14 +182,17 @@ inline int q4k_quant(const BlockQ4_K& b, int e) {
     return k < 32 ? (b.qs[32 * c + k] & 0xF) : (b.qs[32 * c + k - 32] >> 4);
 }
 
-void deq_q4_k(const uint8_t* w, int64_t n, float* y) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
+// Q4_K / Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min (q4k_scale_min),
+// x = d * sc * q - dmin * m.
+template <class B, int (*Quant)(const B&, int)>
+void deq_k_scale_min(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const B*>(w);
     for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
         const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
         for (int j = 0; j < 8; ++j) {
             uint8_t sc, m;
             q4k_scale_min(j, b[i].scales, &sc, &m);
-            for (int l = 0; l < 32; ++l) y[32 * j + l] = d * sc * q4k_quant(b[i], 32 * j + l) - dmin * m;
+            for (int l = 0; l < 32; ++l) y[32 * j + l] = d * sc * Quant(b[i], 32 * j + l) - dmin * m;
         }
     }
 }
@@ -203,11 +206,15 @@ inline int q6k_quant(const BlockQ6_K& b, int e) {
     return (lo | (((qh >> (2 * part)) & 3) << 4)) - 32;
 }
 
-void deq_q6_k(const uint8_t* w, int64_t n, float* y) {
-    const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
+inline int q6k_scale(const BlockQ6_K& b, int j) { return b.scales[j]; }
+
+// Q6_K / Q3_K: sixteen sub-blocks of 16, each with a signed scale, x = d * scale * q.
+template <class B, int (*Quant)(const B&, int), int (*Scale)(const B&, int)>
+void deq_k_scale16(const uint8_t* w, int64_t n, float* y) {
+    const auto* b = reinterpret_cast<const B*>(w);
     for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
         const float d = fp16_to_fp32(b[i].d);
-        for (int e = 0; e < 256; ++e) y[e] = d * b[i].scales[e / 16] * q6k_quant(b[i], e);
+        for (int e = 0; e < 256; ++e) y[e] = d * Scale(b[i], e / 16) * Quant(b[i], e);
     }
 }
 
@@ -218,18 +225,6 @@ inline int q5k_quant(const BlockQ5_K& b, int e) {
     return lo | (((b.qh[l] >> (e / 32)) & 1) << 4);
 }
 
-void deq_q5_k(const uint8_t* w, int64_t n, float* y) {
-    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
-    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
-        const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
-        for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            q4k_scale_min(j, b[i].scales, &sc, &m);
-            for (int l = 0; l < 32; ++l) y[32 * j + l] = d * sc * q5k_quant(b[i], 32 * j + l) - dmin * m;
-        }
-    }
-}
-
 // Q3_K element e, in -4..3.
 inline int q3k_quant(const BlockQ3_K& b, int e) {
     const int h = e / 128, j = (e % 128) / 32, l = e % 32;
@@ -237,13 +232,7 @@ inline int q3k_quant(const BlockQ3_K& b, int e) {
     return lo - (((b.hmask[l] >> (4 * h + j)) & 1) ? 0 : 4);
 }
 
-void deq_q3_k(const uint8_t* w, int64_t n, float* y) {
-    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
-    for (int64_t i = 0; i < n / kQKK; ++i, y += kQKK) {
-        const float d = fp16_to_fp32(b[i].d);
-        for (int e = 0; e < 256; ++e) y[e] = d * (q3k_scale(e / 16, b[i].scales) - 32) * q3k_quant(b[i], e);
-    }
-}
+inline int q3k_sub_scale(const BlockQ3_K& b, int j) { return q3k_scale(j, b.scales) - 32; }
 
 // Q2_K element e, in 0..3.
 inline int q2k_quant(const BlockQ2_K& b, int e) {
@@ -369,8 +358,10 @@ float dot_affine(const uint8_t* w, const ActRow& a, int64_t n) {
     return acc;
 }
 
-float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
+// Q4_K / Q5_K (deq_k_scale_min's blocks).
+template <class B, int (*Quant)(const B&, int)>
+float dot_k_scale_min(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const B*>(w);
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         const int8_t* q = a.q + kQKK * i;
@@ -380,7 +371,7 @@ float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
             uint8_t sc, m;
             q4k_scale_min(j, b[i].scales, &sc, &m);
             int s = 0;
-            for (int l = 0; l < 32; ++l) s += q4k_quant(b[i], 32 * j + l) * q[32 * j + l];
+            for (int l = 0; l < 32; ++l) s += Quant(b[i], 32 * j + l) * q[32 * j + l];
             isum += sc * s;
             msum += m * (bs[2 * j] + bs[2 * j + 1]);
         }
@@ -391,16 +382,18 @@ float dot_q4_k(const uint8_t* w, const ActRow& a, int64_t n) {
     return acc;
 }
 
-float dot_q6_k(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
+// Q6_K / Q3_K (deq_k_scale16's blocks).
+template <class B, int (*Quant)(const B&, int), int (*Scale)(const B&, int)>
+float dot_k_scale16(const uint8_t* w, const ActRow& a, int64_t n) {
+    const auto* b = reinterpret_cast<const B*>(w);
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         const int8_t* q = a.q + kQKK * i;
         int isum = 0;
         for (int j = 0; j < 16; ++j) {
             int s = 0;
-            for (int l = 0; l < 16; ++l) s += q6k_quant(b[i], 16 * j + l) * q[16 * j + l];
-            isum += b[i].scales[j] * s;
+            for (int l = 0; l < 16; ++l) s += Quant(b[i], 16 * j + l) * q[16 * j + l];
+            isum += Scale(b[i], j) * s;
         }
         acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * a.d[i], acc);
     }
@@ -419,44 +412,6 @@ float dot_iq4_nl(const uint8_t* w, const ActRow& a, int64_t n) {
         int isum = 0;
         for (int e = 0; e < 32; ++e) isum += iq4_value(b[i].qs, e) * q[e];
         acc = block_step(acc, isum, b[i].d, a.d[i]);
-    }
-    return acc;
-}
-
-float dot_q5_k(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n / kQKK; ++i) {
-        const int8_t* q = a.q + kQKK * i;
-        const int16_t* bs = a.s + 16 * i;
-        int isum = 0, msum = 0;
-        for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            q4k_scale_min(j, b[i].scales, &sc, &m);
-            int s = 0;
-            for (int l = 0; l < 32; ++l) s += q5k_quant(b[i], 32 * j + l) * q[32 * j + l];
-            isum += sc * s;
-            msum += m * (bs[2 * j] + bs[2 * j + 1]);
-        }
-        const float da = a.d[i];
-        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * da, acc);
-        acc = std::fma(static_cast<float>(msum), -(fp16_to_fp32(b[i].dmin) * da), acc);
-    }
-    return acc;
-}
-
-float dot_q3_k(const uint8_t* w, const ActRow& a, int64_t n) {
-    const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n / kQKK; ++i) {
-        const int8_t* q = a.q + kQKK * i;
-        int isum = 0;
-        for (int j = 0; j < 16; ++j) {
-            int s = 0;
-            for (int l = 0; l < 16; ++l) s += q3k_quant(b[i], 16 * j + l) * q[16 * j + l];
-            isum += (q3k_scale(j, b[i].scales) - 32) * s;
-        }
-        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(b[i].d) * a.d[i], acc);
     }
     return acc;
 }
@@ -555,10 +510,10 @@ void to_float_q5_1(const uint8_t* m, int64_t row, int64_t n, float* y) {
     deq_affine<BlockQ5_1, q5_quant<BlockQ5_1>>(row_start(GgmlType::Q5_1, m, row, n), n, y);
 }
 void to_float_q8_0(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q8_0(row_start(GgmlType::Q8_0, m, row, n), n, y); }
-void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q4_k(row_start(GgmlType::Q4_K, m, row, n), n, y); }
-void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q6_k(row_start(GgmlType::Q6_K, m, row, n), n, y); }
-void to_float_q5_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q5_k(row_start(GgmlType::Q5_K, m, row, n), n, y); }
-void to_float_q3_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q3_k(row_start(GgmlType::Q3_K, m, row, n), n, y); }
+void to_float_q4_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_k_scale_min<BlockQ4_K, q4k_quant>(row_start(GgmlType::Q4_K, m, row, n), n, y); }
+void to_float_q6_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_k_scale16<BlockQ6_K, q6k_quant, q6k_scale>(row_start(GgmlType::Q6_K, m, row, n), n, y); }
+void to_float_q5_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_k_scale_min<BlockQ5_K, q5k_quant>(row_start(GgmlType::Q5_K, m, row, n), n, y); }
+void to_float_q3_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_k_scale16<BlockQ3_K, q3k_quant, q3k_sub_scale>(row_start(GgmlType::Q3_K, m, row, n), n, y); }
 void to_float_q2_k(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_q2_k(row_start(GgmlType::Q2_K, m, row, n), n, y); }
 void to_float_iq4_xs(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_iq4_xs(row_start(GgmlType::IQ4_XS, m, row, n), n, y); }
 void to_float_iq4_nl(const uint8_t* m, int64_t row, int64_t n, float* y) { deq_iq4_nl(row_start(GgmlType::IQ4_NL, m, row, n), n, y); }
@@ -642,6 +597,7 @@ void interleave_matrix(uint32_t type, const uint8_t* src, int64_t n_cols, int64_
     }
 }
 
+namespace {
 // Row `row` of an interleaved matrix in its file layout (n_cols / 32 blocks at out).
 void deinterleave_row(uint32_t type, const uint8_t* m, int64_t row, int64_t n_cols, uint8_t* out) {
     const size_t rb = row_bytes(type, n_cols), bb = row_bytes(type, kQK), gb = group_bytes(type);
@@ -650,7 +606,6 @@ void deinterleave_row(uint32_t type, const uint8_t* m, int64_t row, int64_t n_co
         deinterleave_block(type, group_row + size_t(i) * gb, static_cast<int>(row % 4), out + size_t(i) * bb);
 }
 
-namespace {
 // The reference over an interleaved matrix: each row rebuilt in its file layout, then the row dot.
 template <RowDot Dot>
 void matmul_x4_ref(const MatView& w, const Activations& act, float* y, int64_t ys, int64_t r0, int64_t r1) {
@@ -670,13 +625,13 @@ void fill_scalar(KernelSet* ks) {
     ks->mm[kQ4_0] = matmul_rows<dot_q4_0>;
     ks->mm[kQ5_0] = matmul_rows<dot_q5_0>;
     ks->mm[kQ8_0] = matmul_rows<dot_q8_0_ref>;
-    ks->mm[kQ4_K] = matmul_rows<dot_q4_k>;
-    ks->mm[kQ6_K] = matmul_rows<dot_q6_k>;
+    ks->mm[kQ4_K] = matmul_rows<dot_k_scale_min<BlockQ4_K, q4k_quant>>;
+    ks->mm[kQ6_K] = matmul_rows<dot_k_scale16<BlockQ6_K, q6k_quant, q6k_scale>>;
     ks->mm[kHm32] = matmul_tiles<dot4_hm<32>>;
     ks->mm[kHm64] = matmul_tiles<dot4_hm<64>>;
     ks->mm[kHm128] = matmul_tiles<dot4_hm<128>>;
-    ks->mm[kQ5_K] = matmul_rows<dot_q5_k>;
-    ks->mm[kQ3_K] = matmul_rows<dot_q3_k>;
+    ks->mm[kQ5_K] = matmul_rows<dot_k_scale_min<BlockQ5_K, q5k_quant>>;
+    ks->mm[kQ3_K] = matmul_rows<dot_k_scale16<BlockQ3_K, q3k_quant, q3k_sub_scale>>;
     ks->mm[kQ2_K] = matmul_rows<dot_q2_k>;
     ks->mm[kIQ4_XS] = matmul_rows<dot_iq4_xs>;
     ks->mm[kIQ4_NL] = matmul_rows<dot_iq4_nl>;
