@@ -222,44 +222,6 @@ void dot4_q8_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float o
     _mm_storeu_ps(out, acc);
 }
 
-// Q4_0 / Q5_0 as unsigned 0..15 / 0..31 times the activations, minus 8 / 16 times their sum.
-void dot4_q4_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        pf.step();
-        const __m256i q = loadu(a.q + kQK * i);
-        __m256i d[4];
-        for (int r = 0; r < 4; ++r) {
-            const __m256i u = unpack_nibbles(reinterpret_cast<const BlockQ4_0*>(rows[r])[i].qs);
-            d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
-        }
-        const __m128i isum = _mm_sub_epi32(hsum4_i32(d[0], d[1], d[2], d[3]), _mm_set1_epi32(8 * a.s[i]));
-        acc = block_step4(acc, isum, scales4<BlockQ4_0>(rows, i), a.d[i]);
-    }
-    _mm_storeu_ps(out, acc);
-}
-
-void dot4_q5_0(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
-    const __m256i ones = _mm256_set1_epi16(1), x10 = _mm256_set1_epi8(0x10);
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        pf.step();
-        const __m256i q = loadu(a.q + kQK * i);
-        __m256i d[4];
-        for (int r = 0; r < 4; ++r) {
-            const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(rows[r])[i];
-            uint32_t qh;
-            __builtin_memcpy(&qh, b.qh, 4);
-            const __m256i u = _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bits_to_bytes(qh), x10));
-            d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
-        }
-        const __m128i isum = _mm_sub_epi32(hsum4_i32(d[0], d[1], d[2], d[3]), _mm_set1_epi32(16 * a.s[i]));
-        acc = block_step4(acc, isum, scales4<BlockQ5_0>(rows, i), a.d[i]);
-    }
-    _mm_storeu_ps(out, acc);
-}
-
 // IQ4_NL: 16 bytes of indices -> the 32 signed table values (kIq4Values in both 128-bit lanes).
 inline __m256i iq4_values(const uint8_t* qs) {
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
@@ -291,24 +253,11 @@ inline __m128 min_step4(__m128 acc, __m128 mw, const ActRow& a, int64_t i) {
     return _mm_fmadd_ps(mw, _mm_set1_ps(a.sd[i]), acc);
 }
 
-void dot4_q4_1(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t i = 0; i < n / kQK; ++i) {
-        pf.step();
-        const __m256i q = loadu(a.q + kQK * i);
-        __m256i d[4];
-        for (int r = 0; r < 4; ++r) {
-            const __m256i u = unpack_nibbles(reinterpret_cast<const BlockQ4_1*>(rows[r])[i].qs);
-            d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
-        }
-        acc = block_step4(acc, hsum4_i32(d[0], d[1], d[2], d[3]), scales4<BlockQ4_1>(rows, i), a.d[i]);
-        acc = min_step4(acc, mins4<BlockQ4_1>(rows, i), a, i);
-    }
-    _mm_storeu_ps(out, acc);
-}
-
-void dot4_q5_1(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
+// Q4_0 / Q5_0 / Q4_1 / Q5_1: unsigned quants (0..15, or 0..31 with the fifth bits) times the
+// activations; Q4_0 / Q5_0 then subtract 8 / 16 times the activations' sum (Offset), Q4_1 / Q5_1
+// add the canonical second step acc_r = fma(m_wr, sd_a, acc_r) (HasMin).
+template <class B, bool Fifth, int Offset, bool HasMin>
+void dot4_nibbles(const uint8_t* const rows[4], const ActRow& a, int64_t n, float out[4], PfStream pf) {
     const __m256i ones = _mm256_set1_epi16(1), x10 = _mm256_set1_epi8(0x10);
     __m128 acc = _mm_setzero_ps();
     for (int64_t i = 0; i < n / kQK; ++i) {
@@ -316,17 +265,26 @@ void dot4_q5_1(const uint8_t* const rows[4], const ActRow& a, int64_t n, float o
         const __m256i q = loadu(a.q + kQK * i);
         __m256i d[4];
         for (int r = 0; r < 4; ++r) {
-            const BlockQ5_1& b = reinterpret_cast<const BlockQ5_1*>(rows[r])[i];
-            uint32_t qh;
-            __builtin_memcpy(&qh, b.qh, 4);
-            const __m256i u = _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bits_to_bytes(qh), x10));
+            const B& b = reinterpret_cast<const B*>(rows[r])[i];
+            __m256i u = unpack_nibbles(b.qs);
+            if constexpr (Fifth) {
+                uint32_t qh;
+                __builtin_memcpy(&qh, b.qh, 4);
+                u = _mm256_or_si256(u, _mm256_and_si256(bits_to_bytes(qh), x10));
+            }
             d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones);
         }
-        acc = block_step4(acc, hsum4_i32(d[0], d[1], d[2], d[3]), scales4<BlockQ5_1>(rows, i), a.d[i]);
-        acc = min_step4(acc, mins4<BlockQ5_1>(rows, i), a, i);
+        __m128i isum = hsum4_i32(d[0], d[1], d[2], d[3]);
+        if constexpr (Offset != 0) isum = _mm_sub_epi32(isum, _mm_set1_epi32(Offset * a.s[i]));
+        acc = block_step4(acc, isum, scales4<B>(rows, i), a.d[i]);
+        if constexpr (HasMin) acc = min_step4(acc, mins4<B>(rows, i), a, i);
     }
     _mm_storeu_ps(out, acc);
 }
+constexpr auto dot4_q4_0 = dot4_nibbles<BlockQ4_0, false, 8, false>;
+constexpr auto dot4_q5_0 = dot4_nibbles<BlockQ5_0, true, 16, false>;
+constexpr auto dot4_q4_1 = dot4_nibbles<BlockQ4_1, false, 0, true>;
+constexpr auto dot4_q5_1 = dot4_nibbles<BlockQ5_1, true, 0, true>;
 
 // ---- 32-element blocks x a batch of activation rows (prefill). Eight weight rows are decoded to
 // int8 once per block and then used by every activation row of the batch, so a prompt pays for
